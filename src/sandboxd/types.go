@@ -1,0 +1,243 @@
+package sandboxd
+
+import "time"
+
+// Defaults a node applies to a claim or pool key that leaves a field empty.
+const (
+	DefaultNet  = "none"
+	DefaultSize = "small"
+
+	// DefaultTTL is the lease a node grants when ttl_seconds is 0.
+	DefaultTTL = 300 * time.Second
+	// MaxTTL is the longest lease a node grants; longer requests are clamped.
+	MaxTTL = 24 * time.Hour
+
+	// EnvdPort is the guest port e2b's envd listens on.
+	EnvdPort = 49983
+)
+
+// PoolKey identifies a warm pool on a node.
+type PoolKey struct {
+	Template string `json:"template"`
+	Net      string `json:"net"`
+	Size     string `json:"size"`
+}
+
+// WithDefaults fills an empty net or size the way a node does.
+func (k PoolKey) WithDefaults() PoolKey {
+	if k.Net == "" {
+		k.Net = DefaultNet
+	}
+	if k.Size == "" {
+		k.Size = DefaultSize
+	}
+	return k
+}
+
+// String renders the key as template:net:size for logs and flags.
+func (k PoolKey) String() string { return k.Template + ":" + k.Net + ":" + k.Size }
+
+// ClaimRequest is the body of POST /v1/claim.
+type ClaimRequest struct {
+	Template   string `json:"template"`
+	Net        string `json:"net,omitempty"`
+	Size       string `json:"size,omitempty"`
+	TTLSeconds int    `json:"ttl_seconds,omitempty"`
+	// ClaimRef is an opaque caller reference echoed by the sandbox index;
+	// the aggregated apiserver uses <namespace>/<name>.
+	ClaimRef string `json:"claim_ref,omitempty"`
+	// NoRedirect makes the node serve the claim itself instead of naming
+	// peers; set on the retry at a redirect target.
+	NoRedirect bool `json:"no_redirect,omitempty"`
+	// RequirePromoted is carried from a redirect answer into its retry.
+	RequirePromoted bool `json:"require_promoted,omitempty"`
+}
+
+// Key is the pool key the request claims from, with defaults applied.
+func (r ClaimRequest) Key() PoolKey {
+	return PoolKey{Template: r.Template, Net: r.Net, Size: r.Size}.WithDefaults()
+}
+
+// ClaimResponse is the raw answer of POST /v1/claim (and of a checkpoint
+// claim): either a granted claim or a redirect naming peers to retry at.
+type ClaimResponse struct {
+	ID             string    `json:"id,omitempty"`
+	Token          string    `json:"token,omitempty"`
+	Deadline       time.Time `json:"deadline,omitzero"`
+	OwnerAddr      string    `json:"owner_addr,omitempty"`
+	TemplateDigest string    `json:"template_digest,omitempty"`
+	FromCheckpoint string    `json:"from_checkpoint,omitempty"`
+
+	Redirect        []string `json:"redirect,omitempty"`
+	RequirePromoted bool     `json:"require_promoted,omitempty"`
+}
+
+// IsRedirect reports whether the node answered with peers instead of a claim.
+func (r *ClaimResponse) IsRedirect() bool { return len(r.Redirect) > 0 }
+
+// Claim is a granted sandbox: its id, its own bearer token, its lease and
+// the node that owns it.
+type Claim struct {
+	ID             string    `json:"id"`
+	Token          string    `json:"token"`
+	Deadline       time.Time `json:"deadline"`
+	OwnerAddr      string    `json:"owner_addr"`
+	TemplateDigest string    `json:"template_digest,omitempty"`
+	FromCheckpoint string    `json:"from_checkpoint,omitempty"`
+}
+
+// PoolSpec is one desired pool in PUT /v1/pools.
+type PoolSpec struct {
+	Template             string `json:"template"`
+	Net                  string `json:"net,omitempty"`
+	Size                 string `json:"size,omitempty"`
+	Warm                 int    `json:"warm"`
+	WarmMax              int    `json:"warm_max,omitempty"`
+	IdleHibernateSeconds int    `json:"idle_hibernate_seconds,omitempty"`
+}
+
+// Key is the pool key of the spec, with defaults applied.
+func (p PoolSpec) Key() PoolKey {
+	return PoolKey{Template: p.Template, Net: p.Net, Size: p.Size}.WithDefaults()
+}
+
+// PoolsRequest is the body of PUT /v1/pools: the node's whole desired set.
+type PoolsRequest struct {
+	Pools []PoolSpec `json:"pools"`
+}
+
+// PoolStatus is one pool row of GET /v1/info.
+type PoolStatus struct {
+	Key       PoolKey `json:"key"`
+	Warm      int     `json:"warm"`
+	Refilling int     `json:"refilling"`
+	Target    int     `json:"target"`
+	Golden    bool    `json:"golden"`
+}
+
+// Info is the GET /v1/info payload (also answered by PUT /v1/pools and the
+// drain verbs).
+type Info struct {
+	Pools            []PoolStatus `json:"pools"`
+	Claimed          int          `json:"claimed"`
+	Hibernated       int          `json:"hibernated"`
+	Archived         int          `json:"archived"`
+	Draining         bool         `json:"draining,omitempty"`
+	AtCapacity       bool         `json:"at_capacity,omitempty"`
+	AtCapacityReason string       `json:"at_capacity_reason,omitempty"`
+	Peers            []string     `json:"peers,omitempty"`
+}
+
+// Pool returns the status row for key, if the node has that pool.
+func (i *Info) Pool(key PoolKey) (PoolStatus, bool) {
+	key = key.WithDefaults()
+	for _, p := range i.Pools {
+		if p.Key == key {
+			return p, true
+		}
+	}
+	return PoolStatus{}, false
+}
+
+// Sandbox is one row of the sandbox index (GET /v1/sandboxes and
+// GET /v1/sandboxes/{id}). Token is set only on the per-id read by the
+// configured root token.
+type Sandbox struct {
+	ID             string     `json:"id"`
+	Key            PoolKey    `json:"key"`
+	Deadline       time.Time  `json:"deadline"`
+	ClaimedAt      *time.Time `json:"claimed_at,omitempty"`
+	Hibernated     bool       `json:"hibernated"`
+	Archived       bool       `json:"archived,omitempty"`
+	FromCheckpoint string     `json:"from_checkpoint,omitempty"`
+	ClaimRef       string     `json:"claim_ref,omitempty"`
+	Token          string     `json:"token,omitempty"`
+}
+
+// SandboxList is the GET /v1/sandboxes payload.
+type SandboxList struct {
+	Sandboxes []Sandbox `json:"sandboxes"`
+}
+
+// RenewRequest is the body of POST /v1/sandboxes/{id}/renew.
+type RenewRequest struct {
+	TTLSeconds int `json:"ttl_seconds"`
+}
+
+// RenewResponse carries the lease the node granted.
+type RenewResponse struct {
+	Deadline time.Time `json:"deadline"`
+}
+
+// ForkRequest is the body of POST /v1/sandboxes/{id}/fork. Token is the
+// parent sandbox's own token (the ownership proof); the root caller may
+// leave it empty to act by id.
+type ForkRequest struct {
+	Token          string `json:"token,omitempty"`
+	Count          int    `json:"count"`
+	TTLSeconds     int    `json:"ttl_seconds,omitempty"`
+	ClaimRefPrefix string `json:"claim_ref_prefix,omitempty"`
+}
+
+// ForkResponse lists one claim per child.
+type ForkResponse struct {
+	Children []Claim `json:"children"`
+}
+
+// CheckpointRequest is the body of POST /v1/sandboxes/{id}/checkpoint.
+type CheckpointRequest struct {
+	Token string `json:"token,omitempty"`
+	Name  string `json:"name,omitempty"`
+}
+
+// Checkpoint is one checkpoint record.
+type Checkpoint struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	SandboxID string    `json:"sandbox_id"`
+	Key       PoolKey   `json:"key"`
+	Tenant    string    `json:"tenant,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// CheckpointResponse wraps a created checkpoint.
+type CheckpointResponse struct {
+	Checkpoint Checkpoint `json:"checkpoint"`
+}
+
+// CheckpointList is the GET /v1/checkpoints payload, newest first.
+type CheckpointList struct {
+	Checkpoints []Checkpoint `json:"checkpoints"`
+}
+
+// CheckpointClaimRequest is the body of POST /v1/checkpoints/{id}/claim.
+type CheckpointClaimRequest struct {
+	TTLSeconds int  `json:"ttl_seconds,omitempty"`
+	NoRedirect bool `json:"no_redirect,omitempty"`
+}
+
+// Stats is the GET /v1/sandboxes/{id}/stats payload.
+type Stats struct {
+	ID              string    `json:"id"`
+	CPUCount        int       `json:"cpu_count"`
+	MemTotalBytes   int64     `json:"mem_total_bytes"`
+	MemUsedBytes    int64     `json:"mem_used_bytes"`
+	MemUsedMeasured bool      `json:"mem_used_measured"`
+	Hibernated      bool      `json:"hibernated"`
+	MeasuredAt      time.Time `json:"measured_at"`
+}
+
+// OwnerResponse is the GET /v1/sandboxes/{id}/owner payload.
+type OwnerResponse struct {
+	OwnerAddr string `json:"owner_addr"`
+}
+
+// PeersResponse is the GET /v1/peers payload.
+type PeersResponse struct {
+	Peers []string `json:"peers"`
+}
+
+// ErrorResponse is the body of every sandboxd error answer.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}

@@ -1,0 +1,96 @@
+package envd
+
+import (
+	"io/fs"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/cocoonstack/sandbox-operator/src/envd/filesystempb"
+)
+
+// entryInfo describes the entry at the home-relative name rel, from its
+// lstat info: a symlink is reported as one, with its target.
+func (g *Guest) entryInfo(rel string, info fs.FileInfo) *filesystempb.EntryInfo {
+	e := &filesystempb.EntryInfo{
+		Name:         filepath.Base(g.home.abs(rel)),
+		Type:         fileType(info.Mode()),
+		Path:         g.home.abs(rel),
+		Size:         info.Size(),
+		Mode:         uint32(info.Mode().Perm()),
+		Permissions:  info.Mode().String(),
+		ModifiedTime: timestamppb.New(info.ModTime()),
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		e.Owner, e.Group = names.owner(st.Uid), names.group(st.Gid)
+	}
+	if e.Type == filesystempb.FileType_FILE_TYPE_SYMLINK {
+		if target, err := g.home.root.Readlink(rel); err == nil {
+			e.SymlinkTarget = &target
+		}
+	}
+	return e
+}
+
+func fileType(m fs.FileMode) filesystempb.FileType {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return filesystempb.FileType_FILE_TYPE_SYMLINK
+	case m.IsDir():
+		return filesystempb.FileType_FILE_TYPE_DIRECTORY
+	case m.IsRegular():
+		return filesystempb.FileType_FILE_TYPE_FILE
+	default:
+		return filesystempb.FileType_FILE_TYPE_UNSPECIFIED
+	}
+}
+
+// idNames caches uid/gid to name lookups, which read /etc/passwd and
+// /etc/group each time; a listing would repeat them per entry.
+type idNames struct {
+	mu     sync.Mutex
+	users  map[uint32]string
+	groups map[uint32]string
+}
+
+var names = &idNames{users: map[uint32]string{}, groups: map[uint32]string{}}
+
+func (n *idNames) owner(uid uint32) string {
+	return n.lookup(n.users, uid, func(id string) (string, error) {
+		u, err := user.LookupId(id)
+		if err != nil {
+			return "", err
+		}
+		return u.Username, nil
+	})
+}
+
+func (n *idNames) group(gid uint32) string {
+	return n.lookup(n.groups, gid, func(id string) (string, error) {
+		g, err := user.LookupGroupId(id)
+		if err != nil {
+			return "", err
+		}
+		return g.Name, nil
+	})
+}
+
+// lookup falls back to the numeric id when the name is unknown.
+func (n *idNames) lookup(cache map[uint32]string, id uint32, resolve func(string) (string, error)) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if name, ok := cache[id]; ok {
+		return name
+	}
+	s := strconv.FormatUint(uint64(id), 10)
+	name, err := resolve(s)
+	if err != nil {
+		name = s
+	}
+	cache[id] = name
+	return name
+}

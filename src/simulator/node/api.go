@@ -1,0 +1,380 @@
+package node
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// maxRequestBody is the contract's cap on request bodies.
+const maxRequestBody = 1 << 20
+
+// Handler is the node's HTTP API. Start serves it; tests and benchmarks
+// may drive it directly.
+func (n *Node) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("GET /metrics", n.handleMetrics)
+	mux.HandleFunc("POST /v1/claim", n.handleClaim)
+	mux.HandleFunc("GET /v1/info", n.handleInfo)
+	mux.HandleFunc("PUT /v1/pools", n.handlePools)
+	mux.HandleFunc("POST /v1/drain", n.handleDrain(true))
+	mux.HandleFunc("DELETE /v1/drain", n.handleDrain(false))
+	mux.HandleFunc("GET /v1/peers", n.handlePeers)
+	mux.HandleFunc("GET /v1/sandboxes", n.handleSandboxes)
+	mux.HandleFunc("GET /v1/sandboxes/{id}", n.handleSandbox)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/stats", n.handleStats)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/owner", n.handleOwner)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/ports/{port}", n.servePort)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/release", n.handleRelease)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/hibernate", n.handleHibernate)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/wake", n.handleWake)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/renew", n.handleRenew)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", n.handleFork)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/checkpoint", n.handleCheckpoint)
+	mux.HandleFunc("GET /v1/checkpoints", n.handleCheckpoints)
+	mux.HandleFunc("DELETE /v1/checkpoints/{id}", n.handleDeleteCheckpoint)
+	mux.HandleFunc("POST /v1/checkpoints/{id}/claim", n.handleCheckpointClaim)
+	mux.HandleFunc("HEAD /v1/checkpoints/{id}/blob", n.handleCheckpointProbe)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, "not found"))
+	})
+	return mux
+}
+
+// nodeCaller authenticates a "node API token" endpoint: root, tenant, or
+// anyone on an open node. Anything else is answered 401.
+func (n *Node) nodeCaller(w http.ResponseWriter, r *http.Request) (caller, bool) {
+	c := n.creds.identify(bearerToken(r))
+	if c.kind == callerNone {
+		writeError(w, errUnauthorized)
+		return c, false
+	}
+	return c, true
+}
+
+// operatorCaller authenticates a root-only surface: a valid tenant token
+// is authenticated but not authorized (403), an unknown one 401.
+func (n *Node) operatorCaller(w http.ResponseWriter, r *http.Request) (caller, bool) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return c, false
+	}
+	if !c.operator() {
+		writeError(w, errForbidden)
+		return c, false
+	}
+	return c, true
+}
+
+// decodeBody reads a JSON body capped at 1 MiB. An empty body is allowed
+// only where the contract says an absent body means the defaults.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) *apiError {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		return errBadBody
+	}
+	if len(raw) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return errBadBody
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return errBadBody
+	}
+	return nil
+}
+
+// claimBody is the claim request plus the volume fields the simulator has
+// no catalog for.
+type claimBody struct {
+	sandboxd.ClaimRequest
+	Volumes           json.RawMessage `json:"volumes"`
+	VolumesAttachOnly bool            `json:"volumes_attach_only"`
+}
+
+func (n *Node) handleClaim(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	var body claimBody
+	if err := decodeBody(w, r, &body, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	if body.VolumesAttachOnly || (len(body.Volumes) > 0 && string(body.Volumes) != "null" && string(body.Volumes) != "[]") {
+		// No catalog here: unknown and forbidden volumes read the same.
+		writeError(w, errorf(http.StatusBadRequest, "unknown or forbidden volume"))
+		return
+	}
+	resp, err := n.claim(r.Context(), c, body.ClaimRequest)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (n *Node) handleInfo(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.operatorCaller(w, r); !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, n.info())
+}
+
+// poolSpecBody catches the config-owned fields the API refuses.
+type poolSpecBody struct {
+	sandboxd.PoolSpec
+	Egress json.RawMessage `json:"egress"`
+	Warmup json.RawMessage `json:"warmup"`
+}
+
+func (n *Node) handlePools(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.operatorCaller(w, r); !ok {
+		return
+	}
+	var body struct {
+		Pools []poolSpecBody `json:"pools"`
+	}
+	if err := decodeBody(w, r, &body, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	specs := make([]sandboxd.PoolSpec, 0, len(body.Pools))
+	for _, p := range body.Pools {
+		if p.Egress != nil || p.Warmup != nil {
+			writeError(w, errorf(http.StatusBadRequest, "egress and warmup are config-owned"))
+			return
+		}
+		specs = append(specs, p.PoolSpec)
+	}
+	info, err := n.applyPools(specs)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (n *Node) handleDrain(on bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := n.operatorCaller(w, r); !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, n.drain(on))
+	}
+}
+
+func (n *Node) handlePeers(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.nodeCaller(w, r); !ok {
+		return
+	}
+	peers := n.peerAddrs()
+	if peers == nil {
+		peers = []string{}
+	}
+	writeJSON(w, http.StatusOK, sandboxd.PeersResponse{Peers: peers})
+}
+
+func (n *Node) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.operatorCaller(w, r); !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, _ = io.WriteString(w, n.renderMetrics())
+}
+
+func (n *Node) handleSandboxes(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	ref := r.URL.Query().Get("claim_ref")
+	n.mu.Lock()
+	rows := make([]sandboxd.Sandbox, 0, len(n.sandboxes))
+	for _, sb := range n.sandboxes {
+		if c.kind == callerTenant && sb.tenant != c.tenant {
+			continue
+		}
+		if ref != "" && sb.claimRef != ref {
+			continue
+		}
+		rows = append(rows, sb.row(false))
+	}
+	n.mu.Unlock()
+	slices.SortFunc(rows, func(a, b sandboxd.Sandbox) int {
+		if d := a.ClaimedAt.Compare(*b.ClaimedAt); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	writeJSON(w, http.StatusOK, sandboxd.SandboxList{Sandboxes: rows})
+}
+
+func (n *Node) handleSandbox(w http.ResponseWriter, r *http.Request) {
+	n.stats.sandboxGets.Add(1)
+	c, ok := n.operatorCaller(w, r)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	sb := n.sandboxes[r.PathValue("id")]
+	var row sandboxd.Sandbox
+	if sb != nil {
+		// Only the configured api_token carries per-sandbox authority.
+		row = sb.row(c.kind == callerRoot)
+	}
+	n.mu.Unlock()
+	if sb == nil {
+		writeError(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, row)
+}
+
+func (n *Node) handleStats(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.operatorCaller(w, r); !ok {
+		return
+	}
+	st, err := n.sandboxStats(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (n *Node) handleOwner(w http.ResponseWriter, r *http.Request) {
+	n.stats.ownerLookups.Add(1)
+	n.mu.Lock()
+	_, err := n.sandboxByTokenLocked(r.PathValue("id"), bearerToken(r), false)
+	n.mu.Unlock()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sandboxd.OwnerResponse{OwnerAddr: n.addr})
+}
+
+func (n *Node) handleRelease(w http.ResponseWriter, r *http.Request) {
+	respondEmpty(w, n.release(r.PathValue("id"), bearerToken(r)))
+}
+
+func (n *Node) handleHibernate(w http.ResponseWriter, r *http.Request) {
+	respondEmpty(w, n.hibernate(r.PathValue("id"), bearerToken(r)))
+}
+
+func (n *Node) handleWake(w http.ResponseWriter, r *http.Request) {
+	respondEmpty(w, n.wake(r.PathValue("id"), bearerToken(r)))
+}
+
+func respondEmpty(w http.ResponseWriter, err *apiError) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (n *Node) handleRenew(w http.ResponseWriter, r *http.Request) {
+	var body sandboxd.RenewRequest
+	if err := decodeBody(w, r, &body, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	deadline, err := n.renew(r.PathValue("id"), bearerToken(r), body.TTLSeconds)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sandboxd.RenewResponse{Deadline: deadline})
+}
+
+func (n *Node) handleFork(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	var body sandboxd.ForkRequest
+	if err := decodeBody(w, r, &body, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	children, err := n.fork(c, r.PathValue("id"), body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sandboxd.ForkResponse{Children: children})
+}
+
+func (n *Node) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	var body sandboxd.CheckpointRequest
+	if err := decodeBody(w, r, &body, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	ck, err := n.createCheckpoint(c, r.PathValue("id"), body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sandboxd.CheckpointResponse{Checkpoint: ck})
+}
+
+func (n *Node) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, sandboxd.CheckpointList{Checkpoints: n.listCheckpoints(c)})
+}
+
+func (n *Node) handleDeleteCheckpoint(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	respondEmpty(w, n.deleteCheckpoint(c, r.PathValue("id")))
+}
+
+func (n *Node) handleCheckpointClaim(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	var body sandboxd.CheckpointClaimRequest
+	if err := decodeBody(w, r, &body, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := n.claimCheckpoint(r.Context(), c, r.PathValue("id"), body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// handleCheckpointProbe is the keyless-mesh ownership probe: the id is the
+// only capability.
+func (n *Node) handleCheckpointProbe(w http.ResponseWriter, r *http.Request) {
+	if n.HasCheckpoint(r.PathValue("id")) {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.WriteHeader(http.StatusNotFound)
+}

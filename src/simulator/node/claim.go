@@ -1,0 +1,240 @@
+package node
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// maxRedirectPeers is how many warm peers a redirect names.
+const maxRedirectPeers = 2
+
+// grantTTL turns a requested ttl_seconds into the granted lease: 0 is the
+// default, anything past the cap is clamped.
+func (n *Node) grantTTL(seconds int) (time.Duration, *apiError) {
+	if seconds < 0 {
+		return 0, errorf(http.StatusBadRequest, "negative ttl_seconds")
+	}
+	if seconds == 0 {
+		return n.cfg.DefaultTTL, nil
+	}
+	d := time.Duration(seconds) * time.Second
+	if d > n.cfg.MaxTTL || d/time.Second != time.Duration(seconds) {
+		d = n.cfg.MaxTTL
+	}
+	return d, nil
+}
+
+// admitLocked refuses count new claims for tenant when the node drains or
+// the node or tenant is at max_claims.
+func (n *Node) admitLocked(tenant string, count int) *apiError {
+	if n.draining {
+		return errDraining
+	}
+	if n.cfg.MaxClaims > 0 && len(n.sandboxes)+n.pending+count > n.cfg.MaxClaims {
+		return errNodeFull
+	}
+	if tenant != "" {
+		if limit := n.creds.tenantMax(tenant); limit > 0 && n.tenantLive[tenant]+count > limit {
+			return errTenantFull
+		}
+	}
+	return nil
+}
+
+// claim serves POST /v1/claim for an authenticated caller.
+//
+// Order: admission (drain, node and tenant caps; a refused non-tenant
+// claim may still redirect to a warm peer), warm hit, warm-peer redirect
+// unless no_redirect, then local provisioning: a golden clone for a pooled
+// key, a cold boot otherwise.
+func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (sandboxd.ClaimResponse, *apiError) {
+	key := req.Key()
+	if err := n.checkKey(key); err != nil {
+		return sandboxd.ClaimResponse{}, err
+	}
+	lease, aerr := n.grantTTL(req.TTLSeconds)
+	if aerr != nil {
+		return sandboxd.ClaimResponse{}, aerr
+	}
+	tenant := c.tenantName()
+	start := time.Now()
+
+	n.mu.Lock()
+	if refusal := n.admitLocked(tenant, 1); refusal != nil {
+		n.mu.Unlock()
+		if refusal != errTenantFull && !req.NoRedirect {
+			if peers := n.warmPeers(key); len(peers) > 0 {
+				n.stats.redirects.Add(1)
+				return sandboxd.ClaimResponse{Redirect: peers}, nil
+			}
+		}
+		n.stats.refused.Add(1)
+		return sandboxd.ClaimResponse{}, refusal
+	}
+	if p := n.pools[key]; p != nil && len(p.warm) > 0 {
+		vm := p.warm[len(p.warm)-1]
+		p.warm = p.warm[:len(p.warm)-1]
+		sb := n.newSandboxLocked(key, vm, tenant, req.ClaimRef, lease, "")
+		resp := n.claimResponse(sb)
+		if n.cfg.RefillDelay == 0 {
+			// A zero-time clone replaces the VM at once, as the refill
+			// loop would; doing it here keeps the pool full under load.
+			n.fillInstantlyLocked(p)
+		}
+		n.mu.Unlock()
+		n.kickRefill()
+		n.stats.claimsWarm.Add(1)
+		n.stats.claimNanos.Add(int64(time.Since(start)))
+		return resp, nil
+	}
+	n.mu.Unlock()
+
+	if !req.NoRedirect {
+		if peers := n.warmPeers(key); len(peers) > 0 {
+			n.stats.redirects.Add(1)
+			return sandboxd.ClaimResponse{Redirect: peers}, nil
+		}
+	}
+
+	sb, tier, aerr := n.provision(ctx, key, tenant, req.ClaimRef, lease, "")
+	if aerr != nil {
+		return sandboxd.ClaimResponse{}, aerr
+	}
+	n.mu.Lock()
+	resp := n.claimResponse(sb)
+	n.mu.Unlock()
+	tier.Add(1)
+	n.stats.claimNanos.Add(int64(time.Since(start)))
+	return resp, nil
+}
+
+// provision boots a sandbox locally outside the lock: a golden clone when
+// the key's pool has a golden (RefillDelay), a cold boot otherwise
+// (ColdProvisionDelay). The slot is reserved first so concurrent
+// provisions cannot overshoot max_claims. fromCheckpoint branches clone
+// at RefillDelay too.
+func (n *Node) provision(ctx context.Context, key sandboxd.PoolKey, tenant, claimRef string, lease time.Duration, fromCheckpoint string) (*sandbox, *counter, *apiError) {
+	n.mu.Lock()
+	if refusal := n.admitLocked(tenant, 1); refusal != nil {
+		n.mu.Unlock()
+		n.stats.refused.Add(1)
+		return nil, nil, refusal
+	}
+	delay, tier := n.cfg.ColdProvisionDelay, &n.stats.claimsCold
+	if p := n.pools[key]; fromCheckpoint != "" || (p != nil && p.golden) {
+		delay, tier = n.cfg.RefillDelay, &n.stats.claimsClone
+	}
+	n.pending++
+	n.mu.Unlock()
+
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-n.ctx.Done():
+		}
+		t.Stop()
+	}
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pending--
+	switch {
+	case n.stopping():
+		return nil, nil, errorf(http.StatusServiceUnavailable, "node shutting down")
+	case ctx.Err() != nil:
+		return nil, nil, errorf(http.StatusInternalServerError, "provisioning failed: client gone")
+	case n.draining:
+		n.stats.refused.Add(1)
+		return nil, nil, errDraining
+	}
+	return n.newSandboxLocked(key, newVMName(), tenant, claimRef, lease, fromCheckpoint), tier, nil
+}
+
+// newSandboxLocked records a claim of vm under a fresh id and token.
+func (n *Node) newSandboxLocked(key sandboxd.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *sandbox {
+	now := n.cfg.Now()
+	sb := &sandbox{
+		id:             newSandboxID(),
+		token:          newToken(),
+		vm:             vm,
+		key:            key,
+		tenant:         tenant,
+		claimRef:       claimRef,
+		fromCheckpoint: fromCheckpoint,
+		claimedAt:      now,
+		deadline:       now.Add(lease),
+		lease:          lease,
+		lastActive:     now,
+	}
+	if p := n.pools[key]; p != nil {
+		sb.idleHibernate = p.idleHibernate
+	}
+	sb.guests = newGuestSet(n.cfg.Guests, filepath.Join(n.scratch, sb.id), n.log)
+	n.sandboxes[sb.id] = sb
+	if tenant != "" {
+		n.tenantLive[tenant]++
+	}
+	return sb
+}
+
+func (n *Node) claimResponse(sb *sandbox) sandboxd.ClaimResponse {
+	return sandboxd.ClaimResponse{
+		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr, FromCheckpoint: sb.fromCheckpoint,
+	}
+}
+
+func (n *Node) claimOf(sb *sandbox) sandboxd.Claim {
+	return sandboxd.Claim{ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr, FromCheckpoint: sb.fromCheckpoint}
+}
+
+// warmPeers picks up to two peers that gossip says hold warm VMs for key,
+// power-of-two-choices: two random candidates, the warmer first. The
+// caller must not hold n.mu.
+func (n *Node) warmPeers(key sandboxd.PoolKey) []string {
+	if n.cfg.Mesh == nil {
+		return nil
+	}
+	type cand struct {
+		addr string
+		warm int
+	}
+	var cands []cand
+	for _, p := range n.cfg.Mesh.Peers(n) {
+		if w := p.WarmCount(key); w > 0 {
+			cands = append(cands, cand{p.Addr(), w})
+		}
+	}
+	if len(cands) > maxRedirectPeers {
+		rand.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+		cands = cands[:maxRedirectPeers]
+	}
+	if len(cands) == 2 && cands[1].warm > cands[0].warm {
+		cands[0], cands[1] = cands[1], cands[0]
+	}
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.addr
+	}
+	return out
+}
+
+// peerAddrs is the gossip view of the other members' addresses. The
+// caller must not hold n.mu.
+func (n *Node) peerAddrs() []string {
+	if n.cfg.Mesh == nil {
+		return nil
+	}
+	peers := n.cfg.Mesh.Peers(n)
+	out := make([]string, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, p.Addr())
+	}
+	return out
+}

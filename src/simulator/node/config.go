@@ -1,0 +1,211 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// Tenant is one entry of the node's tenants list: a named token with its own
+// claim cap.
+type Tenant struct {
+	Name  string
+	Token string
+	// MaxClaims caps the tenant's live claims on this node; 0 is unlimited.
+	MaxClaims int
+}
+
+// SizeTier is the resources a size name stands for.
+type SizeTier struct {
+	CPUCount      int
+	MemTotalBytes int64
+}
+
+// DefaultSizes are the size tiers a node accepts when Config.Sizes is nil.
+func DefaultSizes() map[string]SizeTier {
+	return map[string]SizeTier{
+		"small":  {CPUCount: 1, MemTotalBytes: 1 << 30},
+		"medium": {CPUCount: 2, MemTotalBytes: 2 << 30},
+		"large":  {CPUCount: 4, MemTotalBytes: 8 << 30},
+		"xlarge": {CPUCount: 8, MemTotalBytes: 16 << 30},
+	}
+}
+
+// SandboxInfo describes a claimed sandbox to a guest when the guest starts.
+type SandboxInfo struct {
+	ID string
+	// Token is the sandbox's own claim token (e2b derives envd's access
+	// token from it). Guests must not log it.
+	Token      string
+	Key        sandboxd.PoolKey
+	ClaimRef   string
+	Tenant     string
+	ScratchDir string
+}
+
+// Guest is a service the simulated guest runs on one port. Exactly one of
+// HTTP and Stream is set.
+type Guest struct {
+	Port int
+	// HTTP builds the handler served on the port. It is called once per
+	// sandbox, the first time the port is reached, and the handler is
+	// kept across hibernate and wake (only its listener stops), like a
+	// guest daemon whose memory survives the snapshot. When the sandbox is
+	// released or reaped a handler that implements io.Closer is closed.
+	HTTP func(sb SandboxInfo) (http.Handler, error)
+	// H2C also serves cleartext HTTP/2 (prior knowledge) on the port;
+	// otherwise the guest speaks HTTP/1.1 only, as envd does.
+	H2C bool
+	// Stream handles each raw TCP connection; it owns conn and must close it.
+	Stream func(sb SandboxInfo, conn net.Conn)
+}
+
+// Mesh is the node's view of the other cluster members (gossip). A nil
+// Mesh is a mesh of one.
+type Mesh interface {
+	// Peers returns the live members other than self.
+	Peers(self *Node) []Peer
+}
+
+// Peer is what gossip tells one node about another.
+type Peer interface {
+	Addr() string
+	// WarmCount is the peer's warm VMs for key (0 while draining).
+	WarmCount(key sandboxd.PoolKey) int
+	// HasCheckpoint answers the checkpoint ownership probe.
+	HasCheckpoint(id string) bool
+}
+
+// Config configures one simulated node.
+type Config struct {
+	// Name is the node's name (mesh node_id); required.
+	Name string
+	// ListenAddr is where the API listens; default 127.0.0.1:0.
+	ListenAddr string
+	// AdvertiseAddr is the address claims report as owner_addr and peers
+	// redirect to; default the bound listener address.
+	AdvertiseAddr string
+
+	// RootToken is the node's api_token. Empty makes an open node: its
+	// operator surfaces need no token, but it never grants per-sandbox
+	// authority by id.
+	RootToken string
+	Tenants   []Tenant
+
+	// MaxClaims caps live claims on the node; 0 is unlimited.
+	MaxClaims int
+	// MaxForkCount bounds one fork's count; default 16.
+	MaxForkCount int
+
+	// Pools is the initial pool set (as if applied by PUT /v1/pools).
+	Pools []sandboxd.PoolSpec
+	// RefillDelay is how long cloning one warm VM from a golden takes; a
+	// warm miss on a pooled key provisions in the same time.
+	RefillDelay time.Duration
+	// ColdProvisionDelay is how long a cold boot takes: a claim for an
+	// unpooled key, and building a new pool's golden.
+	ColdProvisionDelay time.Duration
+	// RefillConcurrency bounds VMs cloned at once; default 8.
+	RefillConcurrency int
+
+	// DefaultTTL is the lease for ttl_seconds 0 (default 300 s); MaxTTL
+	// caps any lease (default 24 h).
+	DefaultTTL time.Duration
+	MaxTTL     time.Duration
+	// ReapInterval is how often expired leases are reaped; default 1 s.
+	ReapInterval time.Duration
+
+	// Sizes are the accepted size tiers; default DefaultSizes().
+	Sizes map[string]SizeTier
+
+	// Guests are the services every sandbox's guest runs.
+	Guests []Guest
+	// EnvdHandler, when set, serves envd on port 49983 (HTTP/1.1 only, as
+	// envd does), with Guest.HTTP's lifetime: built once per sandbox, kept
+	// across hibernate, closed (if an io.Closer) on release. When nil
+	// nothing listens there and the relay answers 502.
+	EnvdHandler func(sb SandboxInfo) (http.Handler, error)
+
+	// ScratchRoot holds per-sandbox scratch directories (under a
+	// per-node subdirectory); default a fresh temp directory.
+	ScratchRoot string
+
+	// Mesh supplies the gossip view; nil is a mesh of one.
+	Mesh Mesh
+	// Now is the clock; default time.Now. Tests inject one to drive TTLs.
+	Now func() time.Time
+	// Logger receives operational logs; default discards. Tokens are
+	// never logged.
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Name == "" {
+		return errors.New("node: Name is required")
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:0"
+	}
+	if c.MaxForkCount <= 0 {
+		c.MaxForkCount = 16
+	}
+	if c.RefillConcurrency <= 0 {
+		c.RefillConcurrency = 8
+	}
+	if c.DefaultTTL <= 0 {
+		c.DefaultTTL = sandboxd.DefaultTTL
+	}
+	if c.MaxTTL <= 0 {
+		c.MaxTTL = sandboxd.MaxTTL
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = time.Second
+	}
+	if c.Sizes == nil {
+		c.Sizes = DefaultSizes()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxClaims < 0 || c.RefillDelay < 0 || c.ColdProvisionDelay < 0 {
+		return errors.New("node: MaxClaims and delays must not be negative")
+	}
+	seen := map[string]bool{}
+	for _, t := range c.Tenants {
+		if t.Name == "" || t.Token == "" {
+			return errors.New("node: every tenant needs a name and a token")
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("node: duplicate tenant %q", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	ports := map[int]bool{}
+	for _, g := range c.Guests {
+		if g.Port < 1 || g.Port > 65535 {
+			return fmt.Errorf("node: guest port %d outside 1-65535", g.Port)
+		}
+		if (g.HTTP == nil) == (g.Stream == nil) {
+			return fmt.Errorf("node: guest on port %d needs exactly one of HTTP and Stream", g.Port)
+		}
+		if ports[g.Port] {
+			return fmt.Errorf("node: two guests on port %d", g.Port)
+		}
+		ports[g.Port] = true
+	}
+	if c.EnvdHandler != nil {
+		if ports[sandboxd.EnvdPort] {
+			return fmt.Errorf("node: EnvdHandler and a guest both claim port %d", sandboxd.EnvdPort)
+		}
+		c.Guests = append(append([]Guest(nil), c.Guests...), Guest{Port: sandboxd.EnvdPort, HTTP: c.EnvdHandler})
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+var (
+	errNoGuestService = errors.New("no guest service on that port")
+	errGuestGone      = errors.New("sandbox destroyed")
+)
+
+// guestSet is one sandbox's guest: the services of Config.Guests, each
+// started on its own 127.0.0.1 listener the first time the relay reaches
+// its port (a warm claim stays a map pop), stopped on hibernate and for
+// good on release.
+type guestSet struct {
+	specs   []Guest
+	scratch string
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	running  map[int]*guestServer
+	handlers map[int]http.Handler // built once per sandbox, kept across hibernate
+}
+
+type guestServer struct {
+	ln   net.Listener
+	srv  *http.Server // HTTP guests
+	addr string
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // stream guests
+	wg    sync.WaitGroup
+}
+
+func newGuestSet(specs []Guest, scratch string, log *slog.Logger) *guestSet {
+	return &guestSet{specs: specs, scratch: scratch, log: log}
+}
+
+// ensure starts the service on port if it is not running and returns its
+// loopback address.
+func (g *guestSet) ensure(port int, info SandboxInfo) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return "", errGuestGone
+	}
+	if s := g.running[port]; s != nil {
+		return s.addr, nil
+	}
+	var spec *Guest
+	for i := range g.specs {
+		if g.specs[i].Port == port {
+			spec = &g.specs[i]
+			break
+		}
+	}
+	if spec == nil {
+		return "", errNoGuestService
+	}
+	if err := os.MkdirAll(g.scratch, 0o700); err != nil {
+		return "", fmt.Errorf("guest scratch dir: %w", err)
+	}
+	info.ScratchDir = g.scratch
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("guest listener for port %d: %w", port, err)
+	}
+	s := &guestServer{ln: ln, addr: ln.Addr().String()}
+	if spec.HTTP != nil {
+		h := g.handlers[port]
+		if h == nil {
+			if h, err = spec.HTTP(info); err != nil {
+				_ = ln.Close()
+				return "", fmt.Errorf("guest handler for port %d: %w", port, err)
+			}
+			if g.handlers == nil {
+				g.handlers = map[int]http.Handler{}
+			}
+			g.handlers[port] = h
+		}
+		s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)}
+		protocols := new(http.Protocols)
+		protocols.SetHTTP1(true)
+		protocols.SetUnencryptedHTTP2(spec.H2C)
+		s.srv.Protocols = protocols
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); _ = s.srv.Serve(ln) }()
+	} else {
+		s.conns = map[net.Conn]struct{}{}
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.acceptStreams(spec.Stream, info) }()
+	}
+	if g.running == nil {
+		g.running = map[int]*guestServer{}
+	}
+	g.running[port] = s
+	return s.addr, nil
+}
+
+func (s *guestServer) acceptStreams(handle func(SandboxInfo, net.Conn), info SandboxInfo) {
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.conns == nil { // stopping
+			s.mu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		s.conns[conn] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, conn)
+				s.mu.Unlock()
+				_ = conn.Close()
+			}()
+			handle(info, conn)
+		}()
+	}
+}
+
+func (s *guestServer) close() {
+	if s.srv != nil {
+		_ = s.srv.Close()
+	} else {
+		_ = s.ln.Close()
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.Close()
+		}
+		s.conns = nil
+		s.mu.Unlock()
+	}
+	s.wg.Wait()
+}
+
+// stop shuts every running service down (hibernate); ensure may start them
+// again after a wake.
+func (g *guestSet) stop() {
+	g.mu.Lock()
+	running := g.running
+	g.running = nil
+	g.mu.Unlock()
+	for _, s := range running {
+		s.close()
+	}
+}
+
+// destroy stops the guest for good (release, reap, node close) and closes
+// every handler that is an io.Closer, so a guest can end what it started.
+func (g *guestSet) destroy() {
+	g.mu.Lock()
+	g.closed = true
+	handlers := g.handlers
+	g.handlers = nil
+	g.mu.Unlock()
+	g.stop()
+	for _, h := range handlers {
+		if c, ok := h.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+// GuestAddr starts (if needed) the guest service of a live, running
+// sandbox on port and returns its loopback address, for tests that want to
+// reach a guest without the relay.
+func (n *Node) GuestAddr(id string, port int) (string, error) {
+	n.mu.Lock()
+	sb := n.sandboxes[id]
+	if sb == nil {
+		n.mu.Unlock()
+		return "", fmt.Errorf("node %s: no sandbox %s", n.cfg.Name, id)
+	}
+	if sb.hibernated {
+		n.mu.Unlock()
+		return "", fmt.Errorf("node %s: sandbox %s is hibernated", n.cfg.Name, id)
+	}
+	info := SandboxInfo{ID: sb.id, Token: sb.token, Key: sb.key, ClaimRef: sb.claimRef, Tenant: sb.tenant}
+	guests := sb.guests
+	n.mu.Unlock()
+	return guests.ensure(port, info)
+}

@@ -1,0 +1,259 @@
+package node
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// sandboxByTokenLocked resolves a sandbox-scoped call: the sandbox's own
+// token, or (allowRoot) the configured root token acting by id. Unknown id
+// and wrong token are the same 404.
+func (n *Node) sandboxByTokenLocked(id, bearer string, allowRoot bool) (*sandbox, *apiError) {
+	if bearer == "" {
+		return nil, errUnauthorized
+	}
+	sb := n.sandboxes[id]
+	if sb == nil {
+		return nil, errNotFound
+	}
+	if tokenEqual(bearer, sb.token) || (allowRoot && n.creds.isRoot(bearer)) {
+		return sb, nil
+	}
+	return nil, errNotFound
+}
+
+// removeLocked forgets a sandbox and closes its relays; the caller tears
+// the guest and scratch down outside the lock with destroy.
+func (n *Node) removeLocked(sb *sandbox) {
+	delete(n.sandboxes, sb.id)
+	if sb.tenant != "" {
+		if n.tenantLive[sb.tenant]--; n.tenantLive[sb.tenant] <= 0 {
+			delete(n.tenantLive, sb.tenant)
+		}
+	}
+	n.closeRelaysLocked(sb)
+}
+
+// destroy stops a removed sandbox's guests and deletes its scratch
+// directory. It blocks on guest shutdown, so never under n.mu.
+func (n *Node) destroy(sb *sandbox) {
+	sb.guests.destroy()
+	_ = os.RemoveAll(filepath.Join(n.scratch, sb.id))
+}
+
+func (n *Node) release(id, bearer string) *apiError {
+	n.mu.Lock()
+	sb, err := n.sandboxByTokenLocked(id, bearer, true)
+	if err != nil {
+		n.mu.Unlock()
+		return err
+	}
+	n.removeLocked(sb)
+	n.mu.Unlock()
+	n.destroy(sb)
+	n.stats.releases.Add(1)
+	n.kickRefill() // capacity freed
+	return nil
+}
+
+func (n *Node) hibernate(id, bearer string) *apiError {
+	n.mu.Lock()
+	sb, err := n.sandboxByTokenLocked(id, bearer, true)
+	if err != nil {
+		n.mu.Unlock()
+		return err
+	}
+	already := sb.hibernated
+	if !already {
+		n.hibernateLocked(sb)
+	}
+	n.mu.Unlock()
+	if !already {
+		sb.guests.stop() // the VM stops: its listeners and connections go
+	}
+	return nil
+}
+
+// hibernateLocked marks the sandbox stopped and cuts its relays; the
+// caller stops the guests outside the lock.
+func (n *Node) hibernateLocked(sb *sandbox) {
+	sb.hibernated = true
+	n.closeRelaysLocked(sb)
+	n.stats.hibernates.Add(1)
+}
+
+func (n *Node) wake(id, bearer string) *apiError {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	sb, err := n.sandboxByTokenLocked(id, bearer, true)
+	if err != nil {
+		return err
+	}
+	n.wakeLocked(sb)
+	return nil
+}
+
+// wakeLocked restores a hibernated sandbox; it keeps its deadline. Guests
+// restart on the next relay.
+func (n *Node) wakeLocked(sb *sandbox) {
+	if !sb.hibernated {
+		return
+	}
+	start := time.Now()
+	sb.hibernated = false
+	sb.lastActive = n.cfg.Now()
+	n.stats.wakes.Add(1)
+	n.stats.wakeNanos.Add(int64(time.Since(start)))
+}
+
+func (n *Node) renew(id, bearer string, ttlSeconds int) (time.Time, *apiError) {
+	lease, aerr := n.grantTTL(ttlSeconds)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	sb, err := n.sandboxByTokenLocked(id, bearer, true)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if aerr != nil {
+		return time.Time{}, aerr
+	}
+	sb.lease = lease
+	sb.deadline = n.cfg.Now().Add(lease)
+	n.stats.renews.Add(1)
+	return sb.deadline, nil
+}
+
+// parentLocked resolves the sandbox behind a fork or checkpoint: the body
+// token proves ownership; the root token with an empty body token acts by
+// id as the operator.
+func (n *Node) parentLocked(c caller, id, bodyToken string) (*sandbox, *apiError) {
+	sb := n.sandboxes[id]
+	if sb == nil {
+		return nil, errNotFound
+	}
+	if tokenEqual(bodyToken, sb.token) || (bodyToken == "" && c.kind == callerRoot) {
+		return sb, nil
+	}
+	return nil, errNotFound
+}
+
+func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.Claim, *apiError) {
+	if req.Count < 1 || req.Count > n.cfg.MaxForkCount {
+		return nil, errorf(http.StatusBadRequest, "count must be 1-%d", n.cfg.MaxForkCount)
+	}
+	lease, aerr := n.grantTTL(req.TTLSeconds)
+	if aerr != nil {
+		return nil, aerr
+	}
+	n.mu.Lock()
+	parent, aerr := n.parentLocked(c, id, req.Token)
+	if aerr != nil {
+		n.mu.Unlock()
+		return nil, aerr
+	}
+	// Children count against the parent's tenant, whoever calls.
+	if aerr := n.admitLocked(parent.tenant, req.Count); aerr != nil {
+		n.mu.Unlock()
+		n.stats.refused.Add(1)
+		return nil, aerr
+	}
+	children := make([]*sandbox, 0, req.Count)
+	for range req.Count {
+		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, "", lease, "")
+		if req.ClaimRefPrefix != "" {
+			child.claimRef = req.ClaimRefPrefix + child.id
+		}
+		child.idleHibernate = parent.idleHibernate
+		children = append(children, child)
+	}
+	out := make([]sandboxd.Claim, len(children))
+	for i, ch := range children {
+		out[i] = n.claimOf(ch)
+	}
+	parentDir := filepath.Join(n.scratch, parent.id)
+	n.mu.Unlock()
+
+	// Disk state duplicates at the fork point.
+	for _, ch := range children {
+		if err := copyTreeIfExists(parentDir, filepath.Join(n.scratch, ch.id)); err != nil {
+			n.log.Warn("fork: copy scratch failed", "node", n.cfg.Name, "child", ch.id, "err", err)
+		}
+	}
+	n.stats.forks.Add(1)
+	n.stats.forkChildren.Add(int64(len(children)))
+	return out, nil
+}
+
+// ReapExpired reaps every sandbox whose lease ended by the node clock and
+// hibernates idle ones of pools with idle_hibernate_seconds; it returns
+// how many it reaped. The reap loop calls it every ReapInterval; tests
+// with an injected clock call it directly.
+func (n *Node) ReapExpired() int {
+	now := n.cfg.Now()
+	var reaped, hibernated []*sandbox
+	n.mu.Lock()
+	for _, sb := range n.sandboxes {
+		switch {
+		case !now.Before(sb.deadline):
+			n.removeLocked(sb)
+			reaped = append(reaped, sb)
+		case sb.idleHibernate > 0 && !sb.hibernated && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
+			n.hibernateLocked(sb)
+			hibernated = append(hibernated, sb)
+		}
+	}
+	n.mu.Unlock()
+	for _, sb := range reaped {
+		n.destroy(sb)
+	}
+	for _, sb := range hibernated {
+		sb.guests.stop()
+	}
+	if len(reaped) > 0 {
+		n.stats.reaps.Add(int64(len(reaped)))
+		n.kickRefill()
+	}
+	return len(reaped)
+}
+
+func (n *Node) reapLoop() {
+	t := time.NewTicker(n.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+			n.ReapExpired()
+		}
+	}
+}
+
+// stats answers GET /v1/sandboxes/{id}/stats.
+func (n *Node) sandboxStats(id string) (sandboxd.Stats, *apiError) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	sb := n.sandboxes[id]
+	if sb == nil {
+		return sandboxd.Stats{}, errNotFound
+	}
+	tier := n.cfg.Sizes[sb.key.Size]
+	st := sandboxd.Stats{
+		ID:            sb.id,
+		CPUCount:      tier.CPUCount,
+		MemTotalBytes: tier.MemTotalBytes,
+		Hibernated:    sb.hibernated,
+		MeasuredAt:    n.cfg.Now().UTC(),
+	}
+	if !sb.hibernated {
+		// No VMM to read: report a stable fraction so callers see a
+		// plausible, measured value.
+		st.MemUsedBytes = tier.MemTotalBytes / 6
+		st.MemUsedMeasured = true
+	}
+	return st, nil
+}
