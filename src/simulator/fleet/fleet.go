@@ -29,6 +29,10 @@ type Config struct {
 	// ListenHost is the address nodes bind; default 127.0.0.1. Guests run
 	// commands on the host, so anything but loopback is a deliberate choice.
 	ListenHost string
+	// AdvertiseHost is the host nodes advertise (owner_addr, redirects,
+	// peers, the published inventory address) with their bound port;
+	// default the listen address itself.
+	AdvertiseHost string
 	// BasePort puts node i on BasePort+i; 0 picks free ports.
 	BasePort int
 	// NamePrefix names node i NamePrefix+i; default "sim-node-".
@@ -53,7 +57,11 @@ type Config struct {
 	EchoPorts []int
 	// TCPEchoPorts are guest ports serving the raw TCP echo.
 	TCPEchoPorts []int
-	// EnvdHandler serves envd on 49983; nil leaves that port unserved.
+	// Envd serves the envd-compatible guest on 49983 in every sandbox
+	// (see EnvdConfig); nil leaves that port unserved unless EnvdHandler
+	// is set. At most one of the two.
+	Envd *EnvdConfig
+	// EnvdHandler serves a custom envd on 49983.
 	EnvdHandler func(sb node.SandboxInfo) (http.Handler, error)
 	// Guests are extra guest services.
 	Guests []node.Guest
@@ -64,13 +72,17 @@ type Config struct {
 	Now         func() time.Time
 	Logger      *slog.Logger
 
+	// Publish, when set, makes every node publish its NodeInventory.
+	Publish *PublishConfig
+
 	// Customize adjusts node i's config before it starts.
 	Customize func(i int, cfg *node.Config)
 }
 
 // Fleet is a running set of simulated nodes that are peers of each other.
 type Fleet struct {
-	ownsRoot string
+	ownsRoot   string
+	publishers publishers
 
 	mu    sync.RWMutex
 	nodes []*node.Node
@@ -95,6 +107,18 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	envdHandler := cfg.EnvdHandler
+	if cfg.Envd != nil {
+		if envdHandler != nil {
+			return nil, errors.New("fleet: set at most one of Envd and EnvdHandler")
+		}
+		envdHandler = EnvdHandler(*cfg.Envd)
+	}
+	if cfg.Publish != nil {
+		if err := cfg.Publish.validate(); err != nil {
+			return nil, err
+		}
+	}
 	f := &Fleet{}
 	root := cfg.ScratchRoot
 	if root == "" {
@@ -113,6 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		nc := node.Config{
 			Name:               cfg.NamePrefix + strconv.Itoa(i),
 			ListenAddr:         net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port)),
+			AdvertiseHost:      cfg.AdvertiseHost,
 			RootToken:          cfg.RootToken,
 			Tenants:            cfg.Tenants,
 			MaxClaims:          cfg.MaxClaims,
@@ -125,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			MaxTTL:             cfg.MaxTTL,
 			ReapInterval:       cfg.ReapInterval,
 			Guests:             guests,
-			EnvdHandler:        cfg.EnvdHandler,
+			EnvdHandler:        envdHandler,
 			ScratchRoot:        root,
 			Mesh:               f,
 			Now:                cfg.Now,
@@ -143,6 +168,12 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		f.nodes = append(f.nodes, n)
 		f.alive = append(f.alive, true)
 		f.mu.Unlock()
+		if cfg.Publish != nil {
+			if err := f.publishers.start(*cfg.Publish, n, cfg.Logger); err != nil {
+				_ = f.Close()
+				return nil, err
+			}
+		}
 	}
 	if ctx != nil {
 		context.AfterFunc(ctx, func() { _ = f.Close() })
@@ -241,11 +272,14 @@ func (f *Fleet) Kill(i int) error {
 	f.alive[i] = false
 	n := f.nodes[i]
 	f.mu.Unlock()
+	f.publishers.stop(i)
 	return n.Close()
 }
 
-// Close stops every node and removes the scratch root it created.
+// Close stops every publisher and node and removes the scratch root it
+// created.
 func (f *Fleet) Close() error {
+	f.publishers.stopAll()
 	f.mu.Lock()
 	nodes := f.nodes
 	for i := range f.alive {

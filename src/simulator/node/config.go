@@ -90,6 +90,10 @@ type Config struct {
 	// AdvertiseAddr is the address claims report as owner_addr and peers
 	// redirect to; default the bound listener address.
 	AdvertiseAddr string
+	// AdvertiseHost, when AdvertiseAddr is empty, advertises this host with
+	// the bound port: for a node listening on a wildcard or on an address
+	// its clients reach by another name.
+	AdvertiseHost string
 
 	// RootToken is the node's api_token. Empty makes an open node: its
 	// operator surfaces need no token, but it never grants per-sandbox

@@ -60,6 +60,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.ln = ln
 	n.addr = n.cfg.AdvertiseAddr
+	if n.addr == "" && n.cfg.AdvertiseHost != "" {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		n.addr = net.JoinHostPort(n.cfg.AdvertiseHost, port)
+	}
 	if n.addr == "" {
 		n.addr = ln.Addr().String()
 	}

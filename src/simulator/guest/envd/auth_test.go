@@ -179,7 +179,7 @@ func TestPathEscapesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, p := range []string{"../secret", "a/../../secret", filepath.Join(outside, "secret"), "/etc/passwd"} {
+	for _, p := range []string{"../secret", "a/../../secret", filepath.Join(outside, "secret"), "/etc/passwd", "/home/user/../../etc/passwd", "/tmp/secret"} {
 		status, body, _ := do(t, c, http.MethodGet, f.filesURL(p, nil), "", nil, nil)
 		if status != http.StatusBadRequest {
 			t.Errorf("download %q: %d, want 400", p, status)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Defaults applied by NewHandler to zero Config fields.
@@ -22,8 +23,10 @@ const (
 // Config describes one sandbox's envd-compatible guest.
 type Config struct {
 	// Root is the per-sandbox scratch directory. It stands in for the guest
-	// user's home: relative paths resolve under it, commands run in it with
-	// HOME pointing at it, and file RPCs refuse to leave it. Required.
+	// user's home, which clients name /home/<User> (and root names /root):
+	// paths are reported in that guest form, relative paths resolve under
+	// it, commands run in it with HOME pointing at it, and file RPCs refuse
+	// to leave it. Required.
 	Root string
 	// AccessToken is the envd access token (X-Access-Token). Empty turns
 	// authentication off, as an unsecured e2b sandbox does.
@@ -31,7 +34,8 @@ type Config struct {
 	// Version is the envd version this guest reports; see DefaultVersion.
 	Version string
 	// User is the default user for requests that name none; see DefaultUser.
-	// "root" and this user are the only names accepted.
+	// "root" and this user are the only names accepted. It must be a plain
+	// name: its home is /home/<User>.
 	User string
 	// Envs are sandbox-wide environment variables: every process gets them
 	// (request envs win), and GET /envs reports them.
@@ -72,6 +76,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.User == "" {
 		c.User = DefaultUser
+	}
+	if c.User == "." || c.User == ".." || strings.ContainsAny(c.User, "/:\x00") {
+		return c, fmt.Errorf("envd: user %q is not a plain user name", c.User)
 	}
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = DefaultMaxUploadBytes

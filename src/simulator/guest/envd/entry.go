@@ -3,7 +3,7 @@ package envd
 import (
 	"io/fs"
 	"os/user"
-	"path/filepath"
+	"path"
 	"strconv"
 	"sync"
 	"syscall"
@@ -13,13 +13,13 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/envd/filesystempb"
 )
 
-// entryInfo describes the entry at the home-relative name rel, from its
-// lstat info: a symlink is reported as one, with its target.
-func (g *Guest) entryInfo(rel string, info fs.FileInfo) *filesystempb.EntryInfo {
+// entryInfo describes the entry at p, from its lstat info, under its guest
+// path: a symlink is reported as one, with its target.
+func (g *Guest) entryInfo(p place, info fs.FileInfo) *filesystempb.EntryInfo {
 	e := &filesystempb.EntryInfo{
-		Name:         filepath.Base(g.home.abs(rel)),
+		Name:         path.Base(p.guest()),
 		Type:         fileType(info.Mode()),
-		Path:         g.home.abs(rel),
+		Path:         p.guest(),
 		Size:         info.Size(),
 		Mode:         uint32(info.Mode().Perm()),
 		Permissions:  info.Mode().String(),
@@ -29,7 +29,7 @@ func (g *Guest) entryInfo(rel string, info fs.FileInfo) *filesystempb.EntryInfo 
 		e.Owner, e.Group = names.owner(st.Uid), names.group(st.Gid)
 	}
 	if e.Type == filesystempb.FileType_FILE_TYPE_SYMLINK {
-		if target, err := g.home.root.Readlink(rel); err == nil {
+		if target, err := g.home.root.Readlink(p.rel); err == nil {
 			e.SymlinkTarget = &target
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -25,36 +26,38 @@ type uploadEntry struct {
 var errUploadTooLarge = errors.New("upload exceeds the size limit")
 
 // fileRequest does what GET and POST /files share: the signed-URL or token
-// check, then the user. It answers the refusal itself and reports whether
-// the request may go on.
-func (g *Guest) fileRequest(w http.ResponseWriter, r *http.Request, op string) bool {
+// check, then the user, whose home relative paths resolve against. It
+// answers the refusal itself and reports whether the request may go on.
+func (g *Guest) fileRequest(w http.ResponseWriter, r *http.Request, op string) (string, bool) {
 	if err := g.authorizeFileURL(r, op); err != nil {
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
-		return false
+		return "", false
 	}
-	if _, err := g.resolveUser(r.URL.Query().Get("username")); err != nil {
+	user, err := g.resolveUser(r.URL.Query().Get("username"))
+	if err != nil {
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
-		return false
+		return "", false
 	}
-	return true
+	return user, true
 }
 
 // serveDownload streams one file. Ranges and conditional requests work
 // (http.ServeContent); the content type comes from the extension or a sniff.
 func (g *Guest) serveDownload(w http.ResponseWriter, r *http.Request) {
-	if !g.fileRequest(w, r, opRead) {
+	user, ok := g.fileRequest(w, r, opRead)
+	if !ok {
 		return
 	}
 	guestPath := r.URL.Query().Get("path")
-	rel, err := g.home.rel(guestPath)
+	p, err := g.home.resolve(user, guestPath)
 	if err != nil {
 		writeFailure(w, fmt.Errorf("path %q: %w", guestPath, err))
 		return
 	}
-	f, err := g.home.root.Open(rel)
+	f, err := g.home.root.Open(p.rel)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			writeJSONError(w, http.StatusNotFound, fmt.Sprintf("path %q does not exist", g.home.abs(rel)))
+			writeJSONError(w, http.StatusNotFound, fmt.Sprintf("path %q does not exist", p.guest()))
 			return
 		}
 		writeFailure(w, err)
@@ -67,10 +70,10 @@ func (g *Guest) serveDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st.IsDir() {
-		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("path %q is a directory", g.home.abs(rel)))
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("path %q is a directory", p.guest()))
 		return
 	}
-	name := filepath.Base(rel)
+	name := path.Base(p.guest())
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	w.Header().Set("Cache-Control", "no-store")
 	http.ServeContent(w, r, name, st.ModTime(), f)
@@ -83,7 +86,8 @@ func (g *Guest) serveDownload(w http.ResponseWriter, r *http.Request) {
 // created; existing files are overwritten. A gzip
 // Content-Encoding is decoded; the decoded size counts against the limit.
 func (g *Guest) serveUpload(w http.ResponseWriter, r *http.Request) {
-	if !g.fileRequest(w, r, opWrite) {
+	user, ok := g.fileRequest(w, r, opWrite)
+	if !ok {
 		return
 	}
 	body, err := g.uploadBody(w, r)
@@ -97,9 +101,9 @@ func (g *Guest) serveUpload(w http.ResponseWriter, r *http.Request) {
 	var written []uploadEntry
 	switch {
 	case mediaType == "application/octet-stream":
-		written, err = g.uploadRaw(r, body)
+		written, err = g.uploadRaw(r, user, body)
 	case strings.HasPrefix(mediaType, "multipart/"):
-		written, err = g.uploadMultipart(r, body)
+		written, err = g.uploadMultipart(r, user, body)
 	default:
 		err = newFailure(http.StatusBadRequest, connect.CodeInvalidArgument,
 			fmt.Errorf("unsupported content type %q: expected multipart/form-data or application/octet-stream", mediaType))
@@ -134,20 +138,20 @@ func (g *Guest) uploadBody(w http.ResponseWriter, r *http.Request) (io.ReadClose
 	}
 }
 
-func (g *Guest) uploadRaw(r *http.Request, body io.Reader) ([]uploadEntry, error) {
+func (g *Guest) uploadRaw(r *http.Request, user string, body io.Reader) ([]uploadEntry, error) {
 	q := r.URL.Query()
 	if !q.Has("path") || q.Get("path") == "" {
 		return nil, newFailure(http.StatusBadRequest, connect.CodeInvalidArgument,
 			errors.New("the path query parameter is required for a raw upload"))
 	}
-	entry, err := g.writeUpload(q.Get("path"), body)
+	entry, err := g.writeUpload(user, q.Get("path"), body)
 	if err != nil {
 		return nil, err
 	}
 	return []uploadEntry{entry}, nil
 }
 
-func (g *Guest) uploadMultipart(r *http.Request, body io.Reader) ([]uploadEntry, error) {
+func (g *Guest) uploadMultipart(r *http.Request, user string, body io.Reader) ([]uploadEntry, error) {
 	r.Body = io.NopCloser(body)
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -183,7 +187,7 @@ func (g *Guest) uploadMultipart(r *http.Request, body io.Reader) ([]uploadEntry,
 				fmt.Errorf("more than one file for path %q in one upload", dest))
 		}
 		seen[dest] = true
-		entry, err := g.writeUpload(dest, part)
+		entry, err := g.writeUpload(user, dest, part)
 		part.Close()
 		if err != nil {
 			return nil, err
@@ -204,37 +208,38 @@ func rawFileName(disposition string) string {
 	return params["filename"]
 }
 
-// writeUpload writes src to the guest path dest in place, as envd does, so
+// writeUpload writes src to the guest path dest (resolved for user) in
+// place, as envd does, so
 // a directory watcher sees the file's own name being created and written.
 // A file this upload created is removed again if the upload fails, so an
 // oversized or broken upload leaves nothing new behind.
-func (g *Guest) writeUpload(dest string, src io.Reader) (uploadEntry, error) {
-	rel, err := g.home.rel(dest)
+func (g *Guest) writeUpload(user, dest string, src io.Reader) (uploadEntry, error) {
+	p, err := g.home.resolve(user, dest)
 	if err != nil {
 		return uploadEntry{}, fmt.Errorf("path %q: %w", dest, err)
 	}
-	root := g.home.root
+	rel, root := p.rel, g.home.root
 	if st, err := root.Stat(rel); rel == "." || (err == nil && st.IsDir()) {
 		return uploadEntry{}, newFailure(http.StatusBadRequest, connect.CodeInvalidArgument,
-			fmt.Errorf("path %q is a directory", g.home.abs(rel)))
+			fmt.Errorf("path %q is a directory", p.guest()))
 	}
 	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
-		return uploadEntry{}, fmt.Errorf("creating parent directories of %q: %w", g.home.abs(rel), err)
+		return uploadEntry{}, fmt.Errorf("creating parent directories of %q: %w", p.guest(), err)
 	}
 	_, statErr := root.Lstat(rel)
 	created := errors.Is(statErr, os.ErrNotExist)
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return uploadEntry{}, fmt.Errorf("opening %q: %w", g.home.abs(rel), err)
+		return uploadEntry{}, fmt.Errorf("opening %q: %w", p.guest(), err)
 	}
 	_, copyErr := io.Copy(f, src)
 	if err := errors.Join(copyErr, f.Close()); err != nil {
 		if created {
 			_ = root.Remove(rel)
 		}
-		return uploadEntry{}, fmt.Errorf("writing %q: %w", g.home.abs(rel), err)
+		return uploadEntry{}, fmt.Errorf("writing %q: %w", p.guest(), err)
 	}
-	return uploadEntry{Path: g.home.abs(rel), Name: filepath.Base(rel), Type: "file"}, nil
+	return uploadEntry{Path: p.guest(), Name: path.Base(p.guest()), Type: "file"}, nil
 }
 
 // capReader fails once more than left bytes have been read, bounding what

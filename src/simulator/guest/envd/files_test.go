@@ -40,7 +40,7 @@ func TestUploadAndDownload(t *testing.T) {
 			if status != http.StatusOK {
 				t.Fatalf("upload: %d %s", status, resp)
 			}
-			want := uploaded{Path: filepath.Join(f.root, dest), Name: "hello.txt", Type: "file"}
+			want := uploaded{Path: "/home/user/" + dest, Name: "hello.txt", Type: "file"}
 			if got := decodeUploaded(t, resp); len(got) != 1 || got[0] != want {
 				t.Fatalf("upload answer %+v, want [%+v]", got, want)
 			}
@@ -52,7 +52,7 @@ func TestUploadAndDownload(t *testing.T) {
 			if !strings.Contains(hdr.Get("Content-Disposition"), `filename=hello.txt`) || hdr.Get("Content-Type") == "" {
 				t.Errorf("download headers: %v", hdr)
 			}
-			// The same file by its absolute path.
+			// The same file by its absolute guest path.
 			status, content, _ = do(t, c, http.MethodGet, f.filesURL(want.Path, nil), "", nil, nil)
 			if status != http.StatusOK || string(content) != "hello from "+name {
 				t.Fatalf("download by absolute path: %d %q", status, content)
@@ -63,7 +63,7 @@ func TestUploadAndDownload(t *testing.T) {
 	c := f.client(false, testToken)
 	t.Run("octet-stream and gzip", func(t *testing.T) {
 		status, resp, _ := do(t, c, http.MethodPost, f.filesURL("raw.bin", nil), "application/octet-stream", strings.NewReader("raw body"), nil)
-		if status != http.StatusOK || decodeUploaded(t, resp)[0].Path != filepath.Join(f.root, "raw.bin") {
+		if status != http.StatusOK || decodeUploaded(t, resp)[0].Path != "/home/user/raw.bin" {
 			t.Fatalf("raw upload: %d %s", status, resp)
 		}
 		var gz bytes.Buffer
@@ -92,7 +92,7 @@ func TestUploadAndDownload(t *testing.T) {
 			t.Fatalf("upload: %d %s", status, resp)
 		}
 		got := decodeUploaded(t, resp)
-		if len(got) != 2 || got[0].Path != filepath.Join(f.root, "multi/a.txt") || got[1].Path != filepath.Join(f.root, "multi/deeper/b.txt") {
+		if len(got) != 2 || got[0].Path != "/home/user/multi/a.txt" || got[1].Path != "/home/user/multi/deeper/b.txt" {
 			t.Fatalf("upload answer %+v", got)
 		}
 		if b, _ := os.ReadFile(filepath.Join(f.root, "multi/deeper/b.txt")); string(b) != "B" {

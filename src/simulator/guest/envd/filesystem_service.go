@@ -29,67 +29,67 @@ type filesystemService struct {
 
 var _ filesystempbconnect.FilesystemHandler = (*filesystemService)(nil)
 
-func (s *filesystemService) Stat(_ context.Context, req *connect.Request[filesystempb.StatRequest]) (*connect.Response[filesystempb.StatResponse], error) {
-	rel, err := s.rel(req.Msg.GetPath())
+func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[filesystempb.StatRequest]) (*connect.Response[filesystempb.StatResponse], error) {
+	p, err := s.resolve(ctx, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.guest.home.root.Lstat(rel)
+	info, err := s.guest.home.root.Lstat(p.rel)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	return connect.NewResponse(&filesystempb.StatResponse{Entry: s.guest.entryInfo(rel, info)}), nil
+	return connect.NewResponse(&filesystempb.StatResponse{Entry: s.guest.entryInfo(p, info)}), nil
 }
 
 // MakeDir creates the directory and any missing parents. An existing
 // directory is AlreadyExists (the SDK's "false"); an existing file is
 // InvalidArgument.
-func (s *filesystemService) MakeDir(_ context.Context, req *connect.Request[filesystempb.MakeDirRequest]) (*connect.Response[filesystempb.MakeDirResponse], error) {
-	rel, err := s.rel(req.Msg.GetPath())
+func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystempb.MakeDirRequest]) (*connect.Response[filesystempb.MakeDirResponse], error) {
+	p, err := s.resolve(ctx, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
 	root := s.guest.home.root
-	if info, err := root.Stat(rel); err == nil {
+	if info, err := root.Stat(p.rel); err == nil {
 		if info.IsDir() {
-			return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory %q already exists", s.guest.home.abs(rel)))
+			return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory %q already exists", p.guest()))
 		}
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q exists and is not a directory", s.guest.home.abs(rel)))
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q exists and is not a directory", p.guest()))
 	}
-	if err := root.MkdirAll(rel, 0o755); err != nil {
+	if err := root.MkdirAll(p.rel, 0o755); err != nil {
 		return nil, rpcError(err)
 	}
-	info, err := root.Lstat(rel)
+	info, err := root.Lstat(p.rel)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	return connect.NewResponse(&filesystempb.MakeDirResponse{Entry: s.guest.entryInfo(rel, info)}), nil
+	return connect.NewResponse(&filesystempb.MakeDirResponse{Entry: s.guest.entryInfo(p, info)}), nil
 }
 
 // Move renames source to destination, creating the destination's parents.
-func (s *filesystemService) Move(_ context.Context, req *connect.Request[filesystempb.MoveRequest]) (*connect.Response[filesystempb.MoveResponse], error) {
-	src, err := s.rel(req.Msg.GetSource())
+func (s *filesystemService) Move(ctx context.Context, req *connect.Request[filesystempb.MoveRequest]) (*connect.Response[filesystempb.MoveResponse], error) {
+	src, err := s.resolve(ctx, req.Msg.GetSource())
 	if err != nil {
 		return nil, err
 	}
-	dst, err := s.rel(req.Msg.GetDestination())
+	dst, err := s.resolve(ctx, req.Msg.GetDestination())
 	if err != nil {
 		return nil, err
 	}
-	if src == "." || dst == "." {
+	if src.rel == "." || dst.rel == "." {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the home directory itself cannot be moved or replaced"))
 	}
 	root := s.guest.home.root
-	if _, err := root.Lstat(src); err != nil {
+	if _, err := root.Lstat(src.rel); err != nil {
 		return nil, rpcError(err)
 	}
-	if err := root.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Dir(dst.rel), 0o755); err != nil {
 		return nil, rpcError(err)
 	}
-	if err := root.Rename(src, dst); err != nil {
+	if err := root.Rename(src.rel, dst.rel); err != nil {
 		return nil, rpcError(err)
 	}
-	info, err := root.Lstat(dst)
+	info, err := root.Lstat(dst.rel)
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -98,8 +98,8 @@ func (s *filesystemService) Move(_ context.Context, req *connect.Request[filesys
 
 // ListDir lists a directory's entries down to depth levels (0 means 1),
 // sorted by path, without following symlinks below the listed directory.
-func (s *filesystemService) ListDir(_ context.Context, req *connect.Request[filesystempb.ListDirRequest]) (*connect.Response[filesystempb.ListDirResponse], error) {
-	rel, err := s.rel(req.Msg.GetPath())
+func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[filesystempb.ListDirRequest]) (*connect.Response[filesystempb.ListDirResponse], error) {
+	p, err := s.resolve(ctx, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -109,22 +109,22 @@ func (s *filesystemService) ListDir(_ context.Context, req *connect.Request[file
 	}
 	// The listed directory itself may be reached through a symlink; the
 	// root keeps that symlink inside the home.
-	info, err := s.guest.home.root.Stat(rel)
+	info, err := s.guest.home.root.Stat(p.rel)
 	if err != nil {
 		return nil, rpcError(err)
 	}
 	if !info.IsDir() {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q is not a directory", s.guest.home.abs(rel)))
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q is not a directory", p.guest()))
 	}
 	var entries []*filesystempb.EntryInfo
-	if err := s.walk(rel, depth, &entries); err != nil {
+	if err := s.walk(p, depth, &entries); err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&filesystempb.ListDirResponse{Entries: entries}), nil
 }
 
-func (s *filesystemService) walk(dir string, depth int, out *[]*filesystempb.EntryInfo) error {
-	f, err := s.guest.home.root.Open(dir)
+func (s *filesystemService) walk(dir place, depth int, out *[]*filesystempb.EntryInfo) error {
+	f, err := s.guest.home.root.Open(dir.rel)
 	if err != nil {
 		return rpcError(err)
 	}
@@ -135,7 +135,7 @@ func (s *filesystemService) walk(dir string, depth int, out *[]*filesystempb.Ent
 	}
 	sort.Slice(dirents, func(i, j int) bool { return dirents[i].Name() < dirents[j].Name() })
 	for _, d := range dirents {
-		rel := filepath.Join(dir, d.Name())
+		p := dir.child(d.Name())
 		info, err := d.Info()
 		if err != nil {
 			continue // removed while listing
@@ -143,9 +143,9 @@ func (s *filesystemService) walk(dir string, depth int, out *[]*filesystempb.Ent
 		if len(*out) >= maxListEntries {
 			return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("listing has more than %d entries", maxListEntries))
 		}
-		*out = append(*out, s.guest.entryInfo(rel, info))
+		*out = append(*out, s.guest.entryInfo(p, info))
 		if d.IsDir() && depth > 1 {
-			if err := s.walk(rel, depth-1, out); err != nil {
+			if err := s.walk(p, depth-1, out); err != nil {
 				return err
 			}
 		}
@@ -154,29 +154,30 @@ func (s *filesystemService) walk(dir string, depth int, out *[]*filesystempb.Ent
 }
 
 // Remove deletes a file, a symlink (not its target) or a whole directory.
-func (s *filesystemService) Remove(_ context.Context, req *connect.Request[filesystempb.RemoveRequest]) (*connect.Response[filesystempb.RemoveResponse], error) {
-	rel, err := s.rel(req.Msg.GetPath())
+func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[filesystempb.RemoveRequest]) (*connect.Response[filesystempb.RemoveResponse], error) {
+	p, err := s.resolve(ctx, req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	if rel == "." {
+	if p.rel == "." {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the home directory itself cannot be removed"))
 	}
 	root := s.guest.home.root
-	if _, err := root.Lstat(rel); err != nil {
+	if _, err := root.Lstat(p.rel); err != nil {
 		return nil, rpcError(err)
 	}
-	if err := root.RemoveAll(rel); err != nil {
+	if err := root.RemoveAll(p.rel); err != nil {
 		return nil, rpcError(err)
 	}
 	return connect.NewResponse(&filesystempb.RemoveResponse{}), nil
 }
 
-// rel resolves a request path, refusing ones outside the home.
-func (s *filesystemService) rel(p string) (string, error) {
-	rel, err := s.guest.home.rel(p)
+// resolve maps a request path, as the RPC's user names it, to a place in
+// the home, refusing ones outside it.
+func (s *filesystemService) resolve(ctx context.Context, p string) (place, error) {
+	pl, err := s.guest.home.resolve(userFrom(ctx), p)
 	if err != nil {
-		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path %q: %w", p, err))
+		return place{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path %q: %w", p, err))
 	}
-	return rel, nil
+	return pl, nil
 }

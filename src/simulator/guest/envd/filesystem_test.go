@@ -3,6 +3,7 @@ package envd
 import (
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestFilesystemRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("MakeDir: %v", err)
 			}
-			if e := mk.Msg.GetEntry(); e.GetType() != filesystempb.FileType_FILE_TYPE_DIRECTORY || e.GetPath() != filepath.Join(f.root, base, "dir/sub") {
+			if e := mk.Msg.GetEntry(); e.GetType() != filesystempb.FileType_FILE_TYPE_DIRECTORY || e.GetPath() != path.Join("/home/user", base, "dir/sub") {
 				t.Fatalf("MakeDir entry = %v", e)
 			}
 			_, err = fs.MakeDir(ctx, connect.NewRequest(&filesystempb.MakeDirRequest{Path: base + "/dir/sub"}))
@@ -43,7 +44,7 @@ func TestFilesystemRoundTrip(t *testing.T) {
 			}
 			e := st.Msg.GetEntry()
 			if e.GetName() != "file.txt" || e.GetType() != filesystempb.FileType_FILE_TYPE_FILE || e.GetSize() != 12 ||
-				e.GetPath() != filepath.Join(f.root, base, "file.txt") || e.GetPermissions() != "-rw-r--r--" ||
+				e.GetPath() != path.Join("/home/user", base, "file.txt") || e.GetPermissions() != "-rw-r--r--" ||
 				e.GetMode() != 0o644 || e.GetOwner() == "" || e.GetModifiedTime() == nil {
 				t.Fatalf("Stat entry = %v", e)
 			}
@@ -56,7 +57,7 @@ func TestFilesystemRoundTrip(t *testing.T) {
 				}
 				got := map[string]filesystempb.FileType{}
 				for _, e := range res.Msg.GetEntries() {
-					rel, _ := filepath.Rel(filepath.Join(f.root, base), e.GetPath())
+					rel, _ := filepath.Rel(path.Join("/home/user", base), e.GetPath())
 					got[rel] = e.GetType()
 				}
 				return got
@@ -74,7 +75,7 @@ func TestFilesystemRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Move: %v", err)
 			}
-			if mv.Msg.GetEntry().GetPath() != filepath.Join(f.root, base, "dir/new/moved.txt") {
+			if mv.Msg.GetEntry().GetPath() != path.Join("/home/user", base, "dir/new/moved.txt") {
 				t.Fatalf("Move entry = %v", mv.Msg.GetEntry())
 			}
 			_, err = fs.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: base + "/file.txt"}))
@@ -146,7 +147,7 @@ func TestWatchDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := waitFor("a.txt", filesystempb.EventType_EVENT_TYPE_CREATE)
-	if ev.GetEntry().GetPath() != filepath.Join(f.root, "watched/a.txt") {
+	if ev.GetEntry().GetPath() != "/home/user/watched/a.txt" {
 		t.Errorf("event entry = %v", ev.GetEntry())
 	}
 	if err := os.Mkdir(filepath.Join(f.root, "watched/sub"), 0o755); err != nil {

@@ -44,7 +44,7 @@ func NewHandler(cfg Config) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := openHome(cfg.Root)
+	h, err := openHome(cfg.Root, cfg.User)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,12 @@ func (g *Guest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the SDK (the e2b surface's envdVersion).
 func (g *Guest) Version() string { return g.cfg.Version }
 
-// Root is the canonical scratch directory the guest serves.
+// Root is the canonical scratch directory the guest serves (on the host).
 func (g *Guest) Root() string { return g.cfg.Root }
+
+// Home is the default user's home directory as clients see it,
+// /home/<user>; it names Root.
+func (g *Guest) Home() string { return guestHome(g.cfg.User) }
 
 // Close kills every process the guest started (their whole process groups)
 // and waits for them to be reaped; their open streams end. Processes

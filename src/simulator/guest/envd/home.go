@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,27 +12,53 @@ import (
 
 // errOutsideHome is returned for a path that, read lexically, names
 // something outside the sandbox's home (via "..", or an absolute path
-// elsewhere on the host).
+// elsewhere).
 var errOutsideHome = errors.New("path is outside the sandbox home")
 
+// rootUser is the superuser; its guest home is /root.
+const rootUser = "root"
+
 // home is the sandbox's scratch directory, the only part of the host the
-// file API reaches. Every file operation goes through an os.Root, which
-// refuses ".." and symlinks that lead out of the directory at the moment of
-// the system call, so a symlink planted by a guest command cannot be used to
-// read or write host files.
+// file API reaches. Clients see it under guest-side names instead:
+// /home/<user> for the default user and /root for root both name it, the
+// way an e2b template's home directories would look from inside a VM.
+//
+// Every file operation goes through an os.Root, which refuses ".." and
+// symlinks that lead out of the directory at the moment of the system call,
+// so a symlink planted by a guest command cannot be used to read or write
+// host files.
 type home struct {
-	dir       string // canonical absolute path, as reported to clients
+	dir       string // canonical absolute host path of the scratch directory
+	user      string // the default user, whose home is /home/<user>
 	root      *os.Root
 	closeOnce sync.Once
 	closeErr  error
 }
 
-func openHome(dir string) (*home, error) {
+// place is a resolved guest path: a name relative to the scratch directory
+// (the form os.Root takes) and the guest home it is reported under, so a
+// caller who named /root/x hears back /root/x, not /home/user/x.
+type place struct {
+	rel  string // relative to home.dir, cleaned; "." is the home itself
+	base string // the guest home directory, e.g. /home/user
+}
+
+// guest is the absolute guest-side path of p.
+func (p place) guest() string {
+	return path.Join(p.base, filepath.ToSlash(p.rel))
+}
+
+// child is the entry name inside the directory p.
+func (p place) child(name string) place {
+	return place{rel: filepath.Join(p.rel, name), base: p.base}
+}
+
+func openHome(dir, user string) (*home, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("envd: opening root %q: %w", dir, err)
 	}
-	return &home{dir: dir, root: root}, nil
+	return &home{dir: dir, user: user, root: root}, nil
 }
 
 func (h *home) close() error {
@@ -39,34 +66,65 @@ func (h *home) close() error {
 	return h.closeErr
 }
 
-// rel maps a guest path to a name relative to home, the form os.Root takes.
-// Empty and "~" mean home itself; relative paths and "~/x" are relative to
-// it; absolute paths must lie inside it.
-func (h *home) rel(p string) (string, error) {
+// guestHome is user's home directory as the guest names it.
+func guestHome(user string) string {
+	if user == rootUser {
+		return "/root"
+	}
+	return "/home/" + user
+}
+
+// resolve maps a path a request made as user to a place in the home.
+// Empty and "~" mean the user's home; relative paths and "~/x" are relative
+// to it. An absolute path must lie under one of the guest homes (/home/<the
+// default user> or /root, which share the scratch directory: the simulator
+// models no permissions between users) or, so that a path a command printed
+// still works, under the scratch directory's host path; anything else is
+// outside. The sandbox has no /tmp or other system directories of its own,
+// and naming the host's would defeat the confinement.
+func (h *home) resolve(user, p string) (place, error) {
+	own := guestHome(user)
 	switch {
 	case p == "" || p == "~":
-		return ".", nil
+		return place{rel: ".", base: own}, nil
 	case strings.HasPrefix(p, "~/"):
 		p = p[2:]
 	}
-	var rel string
-	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(h.dir, filepath.Clean(p))
-		if err != nil {
-			return "", errOutsideHome
+	if !strings.HasPrefix(p, "/") {
+		rel := filepath.Clean(p)
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			return place{}, errOutsideHome
 		}
-		rel = r
-	} else {
-		rel = filepath.Clean(p)
+		return place{rel: rel, base: own}, nil
 	}
-	if rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-		return "", errOutsideHome
+	clean := path.Clean(p)
+	for _, prefix := range []struct{ dir, base string }{
+		{guestHome(h.user), guestHome(h.user)},
+		{"/root", "/root"},
+		{h.dir, own},
+	} {
+		if rest, ok := under(clean, prefix.dir); ok {
+			return place{rel: rest, base: prefix.base}, nil
+		}
 	}
-	return rel, nil
+	return place{}, errOutsideHome
 }
 
-// abs is the absolute guest path of a home-relative name.
-func (h *home) abs(rel string) string {
+// under reports whether the clean absolute path p is dir or lies below it,
+// and returns its name relative to dir.
+func under(p, dir string) (string, bool) {
+	if p == dir {
+		return ".", true
+	}
+	if rest, ok := strings.CutPrefix(p, dir+"/"); ok {
+		return filepath.FromSlash(rest), true
+	}
+	return "", false
+}
+
+// host is the host path of a home-relative name, for what cannot go through
+// the os.Root: a command's working directory and inotify watches.
+func (h *home) host(rel string) string {
 	return filepath.Join(h.dir, rel)
 }
 

@@ -169,16 +169,16 @@ func (s *processService) spawnRequest(user string, msg *processpb.StartRequest, 
 		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, errors.New("no command given"))
 	}
 	h := s.guest.home
-	rel, err := h.rel(cfg.GetCwd())
+	cwd, err := h.resolve(user, cfg.GetCwd())
 	if err != nil {
 		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %q: %w", cfg.GetCwd(), err))
 	}
-	st, err := h.root.Stat(rel)
+	st, err := h.root.Stat(cwd.rel)
 	if err != nil {
-		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %q does not exist", h.abs(rel)))
+		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %q does not exist", cwd.guest()))
 	}
 	if !st.IsDir() {
-		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %q is not a directory", h.abs(rel)))
+		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %q is not a directory", cwd.guest()))
 	}
 	timeout, err := processTimeout(header)
 	if err != nil {
@@ -188,12 +188,15 @@ func (s *processService) spawnRequest(user string, msg *processpb.StartRequest, 
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.dir, "USER=" + user, "LOGNAME=" + user}
 	env = appendSorted(env, s.guest.cfg.Envs)
 	env = appendSorted(env, cfg.GetEnvs())
+	// A command is a host process: it runs in the host directory the guest
+	// path names (the os.Root check above kept it inside the home), with
+	// HOME pointing at the scratch directory, not at the guest-side name.
 	return spawnRequest{
 		config:  cfg,
 		tag:     msg.Tag,
 		pty:     msg.GetPty(),
 		stdin:   msg.Stdin == nil || msg.GetStdin(),
-		dir:     h.abs(rel),
+		dir:     h.host(cwd.rel),
 		env:     env,
 		timeout: timeout,
 	}, nil

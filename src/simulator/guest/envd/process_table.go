@@ -25,10 +25,15 @@ type processTable struct {
 	mu     sync.Mutex
 	closed bool
 	byPID  map[uint32]*process
+	// lingering are process groups whose leader ended while other members
+	// lived on: a shell's background jobs ("sleep 300 &"). envd loses them
+	// with its VM; here Close kills them, so they do not outlive the
+	// sandbox.
+	lingering map[int]struct{}
 }
 
 func newProcessTable() *processTable {
-	return &processTable{byPID: map[uint32]*process{}}
+	return &processTable{byPID: map[uint32]*process{}, lingering: map[int]struct{}{}}
 }
 
 // start launches req and registers it; a guest that is closing refuses.
@@ -68,6 +73,42 @@ func (t *processTable) remove(p *process) {
 	if t.byPID[p.pid] == p {
 		delete(t.byPID, p.pid)
 	}
+	// The leader is reaped, but while any member lives the kernel keeps
+	// its pid pinned as the group id, so the group is still ours.
+	for g := range t.lingering {
+		if !groupAlive(g) {
+			delete(t.lingering, g)
+		}
+	}
+	if g := int(p.pid); groupAlive(g) {
+		if t.closed {
+			// Close has run or is running its sweep: do not leave this
+			// one behind.
+			_ = syscall.Kill(-g, syscall.SIGKILL)
+			return
+		}
+		t.lingering[g] = struct{}{}
+	}
+}
+
+// groupAlive reports whether process group g has a member.
+func groupAlive(g int) bool {
+	return syscall.Kill(-g, 0) == nil
+}
+
+// killLingering kills the groups whose leader ended earlier. A group id is
+// a leader's pid and can be reused only once the group is empty; a live
+// process with that pid then means reuse, and that group is left alone.
+func (t *processTable) killLingering() {
+	t.mu.Lock()
+	groups := t.lingering
+	t.lingering = map[int]struct{}{}
+	t.mu.Unlock()
+	for g := range groups {
+		if errors.Is(syscall.Kill(g, 0), syscall.ESRCH) {
+			_ = syscall.Kill(-g, syscall.SIGKILL)
+		}
+	}
 }
 
 // find resolves a selector to a running process.
@@ -105,7 +146,8 @@ func (t *processTable) list() []*process {
 }
 
 // closeAll refuses new processes, kills every running process group and
-// waits for each to be reaped.
+// waits for each to be reaped, then kills what lingers of groups whose
+// leader had ended (those the guest did not start cannot be waited for).
 func (t *processTable) closeAll() error {
 	t.mu.Lock()
 	t.closed = true
@@ -114,6 +156,7 @@ func (t *processTable) closeAll() error {
 		procs = append(procs, p)
 	}
 	t.mu.Unlock()
+	defer t.killLingering()
 
 	var errs []error
 	for _, p := range procs {

@@ -287,6 +287,28 @@ func TestCloseKillsEverything(t *testing.T) {
 	}
 }
 
+func TestCloseKillsBackgroundJobsOfEndedCommands(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.process(wires[0])
+	o := run(t, c, &processpb.StartRequest{Process: bashCommand("sleep 300 >/dev/null 2>&1 & echo $!")})
+	child, err := strconv.Atoi(strings.TrimSpace(o.stdout.String()))
+	if err != nil || o.end.GetExitCode() != 0 {
+		t.Fatalf("background job pid %q, end %v: %v", o.stdout.String(), o.end, err)
+	}
+	// The shell has ended and left the table; its job lives on.
+	eventually(t, "the shell to leave the process table", func() bool {
+		list, err := c.List(testContext(t), connect.NewRequest(&processpb.ListRequest{}))
+		return err == nil && len(list.Msg.GetProcesses()) == 0
+	})
+	if gone(child) {
+		t.Fatalf("background job %d died with its shell", child)
+	}
+	if err := f.guest.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	eventually(t, "the background job to die with the guest", func() bool { return gone(child) })
+}
+
 func TestConnectAttachesToRunningProcess(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, w := range wires {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -21,11 +22,11 @@ import (
 // keepalives on a quiet stream. A recursive watch follows directories
 // created after it started, from the moment their creation is seen.
 func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[filesystempb.WatchDirRequest], stream *connect.ServerStream[filesystempb.WatchDirResponse]) error {
-	rel, err := s.rel(req.Msg.GetPath())
+	p, err := s.resolve(ctx, req.Msg.GetPath())
 	if err != nil {
 		return err
 	}
-	dir, err := s.guest.home.watchableDir(rel)
+	dir, err := s.guest.home.watchableDir(p)
 	if err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 	defer w.Close()
 	recursive := req.Msg.GetRecursive()
 	if err := addWatches(w, dir, recursive); err != nil {
-		return connect.NewError(connect.CodeInternal, err)
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("watching %q: %w", p.guest(), withoutHostPath(err)))
 	}
 	if err := stream.Send(&filesystempb.WatchDirResponse{Event: &filesystempb.WatchDirResponse_Start{Start: &filesystempb.WatchDirResponse_StartEvent{}}}); err != nil {
 		return err
@@ -59,7 +60,7 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 				return err
 			}
 		case err := <-w.Errors:
-			return connect.NewError(connect.CodeInternal, fmt.Errorf("watching %q: %w", s.guest.home.abs(rel), err))
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("watching %q: %w", p.guest(), withoutHostPath(err)))
 		case ev, ok := <-w.Events:
 			if !ok {
 				return connect.NewError(connect.CodeInternal, errors.New("watcher closed"))
@@ -68,19 +69,19 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 			if err != nil || name == ".." || strings.HasPrefix(name, "../") {
 				continue
 			}
-			entryRel := filepath.Join(rel, name)
+			entry := p.child(name)
 			if recursive && ev.Has(fsnotify.Create) {
 				// Watch the new directory before telling the client, so a
 				// client that reacts to the event misses nothing inside it.
-				if info, err := s.guest.home.root.Lstat(entryRel); err == nil && info.IsDir() {
+				if info, err := s.guest.home.root.Lstat(entry.rel); err == nil && info.IsDir() {
 					_ = addWatches(w, ev.Name, true)
 				}
 			}
 			for _, typ := range eventTypes(ev.Op) {
 				fe := &filesystempb.FilesystemEvent{Name: name, Type: typ}
 				if req.Msg.GetIncludeEntry() {
-					if info, err := s.guest.home.root.Lstat(entryRel); err == nil {
-						fe.Entry = s.guest.entryInfo(entryRel, info)
+					if info, err := s.guest.home.root.Lstat(entry.rel); err == nil {
+						fe.Entry = s.guest.entryInfo(entry, info)
 					}
 				}
 				if err := stream.Send(&filesystempb.WatchDirResponse{Event: &filesystempb.WatchDirResponse_Filesystem{Filesystem: fe}}); err != nil {
@@ -94,25 +95,37 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 	}
 }
 
-// watchableDir checks that rel is a directory whose real location (after
-// symlinks) is inside the home, and returns that location. inotify takes
-// host paths, so os.Root cannot do this check for us.
-func (h *home) watchableDir(rel string) (string, error) {
-	info, err := h.root.Stat(rel)
+// watchableDir checks that p is a directory whose real location (after
+// symlinks) is inside the home, and returns that location on the host.
+// inotify takes host paths, so os.Root cannot do this check for us.
+func (h *home) watchableDir(p place) (string, error) {
+	info, err := h.root.Stat(p.rel)
 	if err != nil {
 		return "", rpcError(err)
 	}
 	if !info.IsDir() {
-		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q is not a directory", h.abs(rel)))
+		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q is not a directory", p.guest()))
 	}
-	dir, err := filepath.EvalSymlinks(h.abs(rel))
+	dir, err := filepath.EvalSymlinks(h.host(p.rel))
 	if err != nil {
-		return "", rpcError(err)
+		return "", rpcError(fmt.Errorf("resolving %q: %w", p.guest(), withoutHostPath(err)))
 	}
 	if r, err := filepath.Rel(h.dir, dir); err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		return "", connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%q leads outside the sandbox home", h.abs(rel)))
+		return "", connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%q leads outside the sandbox home", p.guest()))
 	}
 	return dir, nil
+}
+
+// withoutHostPath reduces an error from a call that took a host path to its
+// errno, so that clients, who see only guest paths, never learn where the
+// scratch directory lives on the host. The errno still classifies (not
+// found, permission, …).
+func withoutHostPath(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return errors.New("operation failed")
 }
 
 // addWatches watches dir, and with recursive every directory below it

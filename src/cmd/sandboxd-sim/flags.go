@@ -1,0 +1,295 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
+)
+
+const usageHeader = `sandboxd-sim runs simulated sandboxd nodes that speak the sandboxd HTTP API
+(claims, warm pools, lifecycle verbs, checkpoints, the guest-port relay, peers,
+drain, metrics). Nodes are peers of each other: a warm miss on one node
+redirects to a node that has warm capacity.
+
+Every sandbox serves an envd-compatible guest on port 49983 (--envd), reached
+through the node's port relay, so the e2b SDK can run commands and move files
+in it. With --publish or --kubeconfig every node also publishes its
+NodeInventory to a Kubernetes apiserver, as vk-sandbox does on a real node.
+
+SECURITY: the envd guest executes the commands it is sent as ordinary
+processes on THIS HOST, as the user running sandboxd-sim; only its file API is
+confined to the sandbox's scratch directory. Anyone who holds a sandbox token
+(and, with --envd-secret-file, its envd access token) can run anything this
+user can. Nodes bind 127.0.0.1 (loopback) unless --listen-host says otherwise;
+never expose the simulator to a network.
+
+Each node is printed on stdout as "NODE <name> <host:port>". SIGINT or SIGTERM
+stops every node, kills every guest process and removes the scratch
+directories it created. A bad flag exits with status 2.
+
+Usage: sandboxd-sim [flags]
+
+Flags (one or two dashes):
+`
+
+// options is a parsed and validated command line.
+type options struct {
+	fleet     fleet.Config // Logger is left to run
+	logLevel  slog.Level
+	apiserver string // host publishing goes to, for the log
+	// nonLoopback and openNodes are worth a warning once logging is set up.
+	nonLoopback, openNodes bool
+}
+
+// newFlagSet declares every flag; parseFlags reads them and printUsage
+// documents them, from this one list.
+func newFlagSet() (*flag.FlagSet, *rawFlags) {
+	fs := flag.NewFlagSet("sandboxd-sim", flag.ContinueOnError)
+	// Errors and help are printed by run, not by the flag package.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	r := &rawFlags{}
+	fs.IntVar(&r.nodes, "nodes", 1, "number of nodes in the fleet, each on its own port and named <name-prefix><index>")
+	fs.StringVar(&r.listenHost, "listen-host", "127.0.0.1", "address every node binds; keep it loopback (see SECURITY above)")
+	fs.StringVar(&r.advertiseHost, "advertise-host", "", "host the nodes advertise (claims' owner_addr, redirects, peers, the published NodeInventory address), with each node's bound port; default the bound address")
+	fs.IntVar(&r.basePort, "base-port", 0, "node i listens on base-port+i; 0 picks free ports")
+	fs.StringVar(&r.namePrefix, "name-prefix", "sim-node-", "node name prefix")
+	fs.StringVar(&r.apiToken, "api-token", "", "root api_token of every node; empty (with no --api-token-file) makes open nodes. Prefer --api-token-file")
+	fs.StringVar(&r.apiTokenFile, "api-token-file", "", "file holding the root api_token; overrides --api-token")
+	fs.StringVar(&r.tenantsFile, "tenant-tokens-file", "", "file of tenants, one per line: <name> <token> [max_claims]; '#' starts a comment")
+	fs.StringVar(&r.pools, "pools", "", "initial pools of every node: comma-separated <template>:<net>:<size>=<warm>; net and size may be empty for none/small (e.g. base:24.04:none:small=4,py:3.12::=2)")
+	fs.DurationVar(&r.refillDelay, "refill-delay", 0, "time to clone one warm VM from a pool's golden; a warm miss on a pooled key provisions in the same time")
+	fs.DurationVar(&r.coldDelay, "cold-provision-delay", 0, "time to cold-boot: a claim for an unpooled key, and a new pool's golden")
+	fs.IntVar(&r.refillConc, "refill-concurrency", 8, "warm VMs cloned at once per node")
+	fs.IntVar(&r.maxClaims, "max-claims", 0, "live claims per node before 429; 0 is unlimited")
+	fs.IntVar(&r.maxFork, "max-fork-count", 16, "largest count one fork may ask for")
+	fs.DurationVar(&r.defaultTTL, "default-ttl", sandboxd.DefaultTTL, "lease granted for ttl_seconds 0")
+	fs.DurationVar(&r.maxTTL, "max-ttl", sandboxd.MaxTTL, "longest lease granted; longer requests are clamped")
+	fs.DurationVar(&r.reapInterval, "reap-interval", time.Second, "how often expired leases are reaped")
+	fs.StringVar(&r.echoPorts, "echo-ports", strconv.Itoa(fleet.DefaultEchoPort), "comma-separated guest ports serving the HTTP echo (HTTP/1.1 and h2c); empty for none")
+	fs.StringVar(&r.tcpEchoPorts, "tcp-echo-ports", "", "comma-separated guest ports serving a raw TCP echo that honours half-close")
+	fs.BoolVar(&r.envd, "envd", true, "serve the envd-compatible guest on guest port 49983 of every sandbox; it EXECUTES COMMANDS ON THIS HOST (see SECURITY above). --envd=false leaves the port closed (the relay answers 502)")
+	fs.StringVar(&r.envdSecretFile, "envd-secret-file", "", "file holding the envd secret (surrounding whitespace trimmed): each guest then requires X-Access-Token = hex(HMAC-SHA256(secret, the sandbox's claim token)), as the e2b surface and envd proxy derive it. Without it the guests need no access token")
+	fs.StringVar(&r.envdVersion, "envd-version", envd.DefaultVersion, "envd version the guests claim to be")
+	fs.BoolVar(&r.publish, "publish", false, "publish every node's NodeInventory by server-side apply, using --kubeconfig or, without it, $KUBECONFIG, ~/.kube/config or the in-cluster service account")
+	fs.StringVar(&r.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to publish NodeInventory objects to; implies --publish. $KUBECONFIG is read only with --publish and no --kubeconfig, so a developer's environment never makes the simulator write to a cluster by itself")
+	fs.DurationVar(&r.publishInterval, "publish-interval", publisher.DefaultInterval, "time between NodeInventory publishes of each node (needs --publish or --kubeconfig)")
+	fs.StringVar(&r.scratchDir, "scratch-dir", "", "directory for per-sandbox scratch directories (the guests' homes); default a temp directory removed on exit")
+	fs.StringVar(&r.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr and never contain tokens)")
+	return fs, r
+}
+
+// rawFlags holds the flag values before validation.
+type rawFlags struct {
+	nodes, basePort, refillConc, maxClaims, maxFork          int
+	listenHost, advertiseHost, namePrefix                    string
+	apiToken, apiTokenFile, tenantsFile, pools               string
+	refillDelay, coldDelay, defaultTTL, maxTTL, reapInterval time.Duration
+	echoPorts, tcpEchoPorts                                  string
+	envd                                                     bool
+	envdSecretFile, envdVersion                              string
+	publish                                                  bool
+	kubeconfig                                               string
+	publishInterval                                          time.Duration
+	scratchDir, logLevel                                     string
+}
+
+// printUsage writes --help: the header and every flag with its default.
+func printUsage(w io.Writer) {
+	fs, _ := newFlagSet()
+	fs.SetOutput(w)
+	fmt.Fprint(w, usageHeader)
+	fs.PrintDefaults()
+}
+
+// parseFlags parses and validates args, reading the files they name. Its
+// errors name the flag at fault; flag.ErrHelp asks for the usage.
+func parseFlags(args []string) (*options, error) {
+	fs, r := newFlagSet()
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	o := &options{}
+	if err := o.logLevel.UnmarshalText([]byte(r.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", r.logLevel)
+	}
+	if err := r.validateNumbers(); err != nil {
+		return nil, err
+	}
+	if r.listenHost == "" {
+		return nil, errors.New("--listen-host: must not be empty")
+	}
+	if ip := net.ParseIP(r.listenHost); r.listenHost != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		o.nonLoopback = true
+	}
+
+	token := r.apiToken
+	if r.apiTokenFile != "" {
+		t, err := readSecret(r.apiTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--api-token-file: %w", err)
+		}
+		token = t
+	}
+	o.openNodes = token == ""
+	tenants, err := readTenants(r.tenantsFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tenant-tokens-file: %w", err)
+	}
+	pools, err := parsePools(r.pools)
+	if err != nil {
+		return nil, fmt.Errorf("--pools: %w", err)
+	}
+	httpEcho, err := parsePorts(r.echoPorts)
+	if err != nil {
+		return nil, fmt.Errorf("--echo-ports: %w", err)
+	}
+	tcpEcho, err := parsePorts(r.tcpEchoPorts)
+	if err != nil {
+		return nil, fmt.Errorf("--tcp-echo-ports: %w", err)
+	}
+
+	o.fleet = fleet.Config{
+		Nodes:              r.nodes,
+		ListenHost:         r.listenHost,
+		AdvertiseHost:      r.advertiseHost,
+		BasePort:           r.basePort,
+		NamePrefix:         r.namePrefix,
+		RootToken:          token,
+		Tenants:            tenants,
+		Pools:              pools,
+		MaxClaims:          r.maxClaims,
+		MaxForkCount:       r.maxFork,
+		RefillDelay:        r.refillDelay,
+		ColdProvisionDelay: r.coldDelay,
+		RefillConcurrency:  r.refillConc,
+		DefaultTTL:         r.defaultTTL,
+		MaxTTL:             r.maxTTL,
+		ReapInterval:       r.reapInterval,
+		EchoPorts:          httpEcho,
+		TCPEchoPorts:       tcpEcho,
+		ScratchRoot:        r.scratchDir,
+	}
+	if o.fleet.Envd, err = r.envdConfig(set); err != nil {
+		return nil, err
+	}
+	if err := r.publishConfig(set, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (r *rawFlags) validateNumbers() error {
+	switch {
+	case r.nodes < 1:
+		return fmt.Errorf("--nodes: %d is not a positive number of nodes", r.nodes)
+	case r.basePort < 0 || r.basePort > 65535:
+		return fmt.Errorf("--base-port: %d is not a port (0 picks free ports)", r.basePort)
+	case r.basePort > 0 && r.basePort+r.nodes-1 > 65535:
+		return fmt.Errorf("--base-port: %d leaves no room for %d nodes below port 65536", r.basePort, r.nodes)
+	case r.refillConc < 1:
+		return fmt.Errorf("--refill-concurrency: %d must be at least 1", r.refillConc)
+	case r.maxClaims < 0:
+		return fmt.Errorf("--max-claims: %d must not be negative (0 is unlimited)", r.maxClaims)
+	case r.maxFork < 1:
+		return fmt.Errorf("--max-fork-count: %d must be at least 1", r.maxFork)
+	case r.refillDelay < 0:
+		return fmt.Errorf("--refill-delay: %v must not be negative", r.refillDelay)
+	case r.coldDelay < 0:
+		return fmt.Errorf("--cold-provision-delay: %v must not be negative", r.coldDelay)
+	case r.defaultTTL <= 0:
+		return fmt.Errorf("--default-ttl: %v must be positive", r.defaultTTL)
+	case r.maxTTL < r.defaultTTL:
+		return fmt.Errorf("--max-ttl: %v is shorter than --default-ttl %v", r.maxTTL, r.defaultTTL)
+	case r.reapInterval <= 0:
+		return fmt.Errorf("--reap-interval: %v must be positive", r.reapInterval)
+	}
+	return nil
+}
+
+// envdConfig is the fleet's envd guest, nil with --envd=false. Flags that
+// only configure the guest are refused when it is off, so a forgotten
+// --envd=false never silently drops a secret.
+func (r *rawFlags) envdConfig(set map[string]bool) (*fleet.EnvdConfig, error) {
+	if !r.envd {
+		for _, name := range []string{"envd-secret-file", "envd-version"} {
+			if set[name] {
+				return nil, fmt.Errorf("--%s: has no effect with --envd=false", name)
+			}
+		}
+		return nil, nil
+	}
+	if r.envdVersion == "" {
+		return nil, errors.New("--envd-version: must not be empty")
+	}
+	cfg := &fleet.EnvdConfig{Version: r.envdVersion}
+	if set["envd-secret-file"] {
+		if r.envdSecretFile == "" {
+			return nil, errors.New("--envd-secret-file: must name a file")
+		}
+		secret, err := readSecret(r.envdSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--envd-secret-file: %w", err)
+		}
+		cfg.Secret = []byte(secret)
+	}
+	return cfg, nil
+}
+
+// publishConfig turns publishing on for --publish or --kubeconfig and
+// builds the client, so a kubeconfig that cannot be loaded is a flag error.
+func (r *rawFlags) publishConfig(set map[string]bool, o *options) error {
+	if set["kubeconfig"] && r.kubeconfig == "" {
+		return errors.New("--kubeconfig: must name a file (omit it to not publish)")
+	}
+	if !r.publish && r.kubeconfig == "" {
+		if set["publish-interval"] {
+			return errors.New("--publish-interval: has no effect without --publish or --kubeconfig")
+		}
+		return nil
+	}
+	if r.publishInterval <= 0 {
+		return fmt.Errorf("--publish-interval: %v must be positive", r.publishInterval)
+	}
+	client, host, err := kubeClient(r.kubeconfig)
+	if err != nil {
+		if r.kubeconfig != "" {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		return fmt.Errorf("--publish: %w", err)
+	}
+	o.apiserver = host
+	o.fleet.Publish = &fleet.PublishConfig{Client: client, Interval: r.publishInterval}
+	return nil
+}
+
+// warnings are the risky but legal choices, logged at startup.
+func (o *options) warnings() []string {
+	var out []string
+	if o.nonLoopback {
+		out = append(out, "listening beyond loopback: anyone who can reach these ports can claim sandboxes and, through the envd guest, run commands on this host")
+	}
+	if o.openNodes {
+		out = append(out, "no api token: nodes are open")
+	}
+	if o.fleet.Envd != nil && len(o.fleet.Envd.Secret) == 0 {
+		out = append(out, "no --envd-secret-file: envd guests take commands from anyone holding a sandbox's claim token, without an access token")
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package fleet
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+)
+
+// NodeInventory converts a node snapshot into the NodeInventory a node
+// publishes, the fields vk-sandbox fills on a real node. publishedAt is
+// left to the publisher, which stamps each apply.
+func NodeInventory(s node.Snapshot) *v1beta1.NodeInventory {
+	inv := &v1beta1.NodeInventory{Node: s.Node, Address: s.Address}
+	inv.Name = s.Node
+	for _, p := range s.Pools {
+		inv.Pools = append(inv.Pools, v1beta1.PoolCapacity{
+			Template: p.Template, Net: p.Net, Size: p.Size,
+			Warm: clampInt32(p.Warm), Target: clampInt32(p.Target),
+		})
+	}
+	for _, e := range s.Entries {
+		inv.Entries = append(inv.Entries, v1beta1.InventoryEntry{
+			Name:      e.Name,
+			Phase:     v1beta1.SandboxPhase(e.Phase),
+			ID:        e.ID,
+			ClaimRef:  e.ClaimRef,
+			Addr:      e.Addr,
+			Template:  e.Template,
+			Deadline:  timeOrNil(e.Deadline),
+			ClaimedAt: timeOrNil(e.ClaimedAt),
+		})
+	}
+	return inv
+}
+
+// timeOrNil leaves an unknown time out rather than publishing year 1.
+func timeOrNil(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+func clampInt32(n int) int32 {
+	const maxInt32 = 1<<31 - 1
+	switch {
+	case n < 0:
+		return 0
+	case n > maxInt32:
+		return maxInt32
+	default:
+		return int32(n)
+	}
+}
