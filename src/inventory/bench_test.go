@@ -1,0 +1,63 @@
+package inventory_test
+
+import (
+	"fmt"
+	"testing"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+)
+
+// fill publishes total sandboxes over 20 nodes in 50 namespaces and waits
+// for the store to index them.
+func fill(b *testing.B, total int) *inventory.Store {
+	b.Helper()
+	h := inventorytest.Start(b, inventorytest.Options{Clock: clocktesting.NewFakeClock(t0)})
+	const nodes = 20
+	for n := range nodes {
+		var entries []v1beta1.InventoryEntry
+		for i := n; i < total; i += nodes {
+			entries = append(entries, entry(fmt.Sprintf("ns-%d/sb-%d", i%50, i), fmt.Sprintf("sb_%08x", i), v1beta1.SandboxPhaseRunning))
+		}
+		h.Publish(inv(fmt.Sprintf("node-%d", n), t0, entries...))
+	}
+	h.Eventually("the store to index every entry", func() bool { return len(h.Store.List("")) == total })
+	return h.Store
+}
+
+func BenchmarkLookupByID(b *testing.B) {
+	for _, total := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(total), func(b *testing.B) {
+			s := fill(b, total)
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				id := fmt.Sprintf("sb-%08x", i%total)
+				if _, ok := s.ByID(id, ""); !ok {
+					b.Fatalf("%s not found", id)
+				}
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkList(b *testing.B) {
+	for _, total := range []int{1000, 10000} {
+		for _, ns := range []string{"", "ns-7"} {
+			b.Run(fmt.Sprintf("%d/ns=%q", total, ns), func(b *testing.B) {
+				s := fill(b, total)
+				b.ReportAllocs()
+				for b.Loop() {
+					if len(s.List(ns)) == 0 {
+						b.Fatal("empty list")
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package inventory
+
+import (
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+)
+
+// Node is one fresh node as its last inventory describes it.
+type Node struct {
+	Name string
+	// Address is the node's sandboxd host:port; empty when the publisher
+	// has none, and such a node takes no claims.
+	Address string
+	// PublishedAt is zero when the inventory carries no stamp (which only
+	// happens in a fleet where no node stamps one).
+	PublishedAt time.Time
+	Pools       []Pool
+	// Entries is how many sandboxes the node holds.
+	Entries int
+}
+
+// Pool is the warm capacity of one pool on one node.
+type Pool struct {
+	Template, Net, Size string
+	Warm, Target        int32
+}
+
+// Entry is one sandbox a fresh node holds.
+type Entry struct {
+	// Node is the node that published the entry.
+	Node string
+	// Address is where the sandbox's node answers: the claim's owner_addr
+	// when the publisher recorded one, the node's address otherwise.
+	Address string
+
+	// Name is the entry's name as published: the claim reference, or the
+	// sandboxd id for a claim made without one.
+	Name  string
+	Phase v1beta1.SandboxPhase
+	// ID is the sandboxd spelling ("sb_…"); DNSID the DNS-safe one.
+	ID, DNSID string
+	ClaimRef  string
+	Template  string
+	Deadline  time.Time
+	ClaimedAt time.Time
+
+	// Namespace and ObjectName place the entry in the Sandbox API; both
+	// are empty when the entry has no usable claim reference, and then it
+	// is a sandbox of no namespace.
+	Namespace, ObjectName string
+}
+
+// Key is "<namespace>/<object name>", the entry's address in the Sandbox
+// API, or "" for an entry of no namespace.
+func (e *Entry) Key() string {
+	if e.Namespace == "" {
+		return ""
+	}
+	return e.Namespace + "/" + e.ObjectName
+}
+
+// Same reports whether two entries describe the same sandbox in the same
+// state, so an unchanged republish is not a change.
+func (e *Entry) Same(o *Entry) bool {
+	return e.Node == o.Node && e.Address == o.Address && e.Name == o.Name &&
+		e.Phase == o.Phase && e.ID == o.ID && e.ClaimRef == o.ClaimRef &&
+		e.Template == o.Template && e.Deadline.Equal(o.Deadline) &&
+		e.ClaimedAt.Equal(o.ClaimedAt)
+}
+
+// RefKey is the index key of a namespace and object name.
+func RefKey(namespace, name string) string { return namespace + "/" + name }
+
+// ParseClaimRef places a claim reference "<namespace>/<name>" in the Sandbox
+// API. The namespace must be a DNS-1123 label. The name is shown with every
+// underscore turned into a hyphen and must then be a DNS-1123 subdomain:
+// sandboxd records a fork child under prefix+id ("team/web-fork-sb_0a1b"),
+// and the hyphenated spelling ("web-fork-sb-0a1b") is the one a Kubernetes
+// client can address. Names the apiserver itself claims under never contain
+// an underscore, so the mapping only ever touches such children.
+func ParseClaimRef(ref string) (namespace, name string, ok bool) {
+	ns, rest, found := strings.Cut(ref, "/")
+	if !found || len(validation.IsDNS1123Label(ns)) != 0 {
+		return "", "", false
+	}
+	name = strings.ReplaceAll(rest, "_", "-")
+	if len(validation.IsDNS1123Subdomain(name)) != 0 {
+		return "", "", false
+	}
+	return ns, name, true
+}
+
+// newEntry converts one published entry of node.
+func newEntry(node, nodeAddr string, in *v1beta1.InventoryEntry) *Entry {
+	e := &Entry{
+		Node:     node,
+		Address:  in.Addr,
+		Name:     in.Name,
+		Phase:    in.Phase,
+		ID:       in.ID,
+		ClaimRef: in.ClaimRef,
+		Template: in.Template,
+	}
+	if e.Address == "" {
+		e.Address = nodeAddr
+	}
+	if e.ID == "" && sandboxid.Valid(in.Name) {
+		e.ID = in.Name
+	}
+	if id, ok := sandboxid.Canonical(e.ID); ok {
+		e.ID = id
+		e.DNSID, _ = sandboxid.DNS(id)
+	}
+	if in.Deadline != nil {
+		e.Deadline = in.Deadline.Time
+	}
+	if in.ClaimedAt != nil {
+		e.ClaimedAt = in.ClaimedAt.Time
+	}
+	ref := in.ClaimRef
+	if ref == "" && strings.Contains(in.Name, "/") {
+		// A publisher that fills only name still names the claim ref there.
+		ref = in.Name
+	}
+	if ref != "" {
+		e.Namespace, e.ObjectName, _ = ParseClaimRef(ref)
+	}
+	return e
+}

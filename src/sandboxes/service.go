@@ -1,0 +1,393 @@
+package sandboxes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+var _ sandbox.Backend = (*Service)(nil)
+
+// Defaults for Config's zero values.
+const (
+	DefaultNodeTimeout       = 10 * time.Second
+	DefaultRecentTTL         = 60 * time.Second
+	DefaultRetryAfterSeconds = 5
+	DefaultMaxForkCount      = 16
+	DefaultHistory           = 4096
+	DefaultWatchBuffer       = 1024
+	DefaultMaxRecent         = 10000
+	defaultSweep             = time.Second
+)
+
+// Inventory is the read side the Service serves from; *inventory.Store
+// implements it.
+type Inventory interface {
+	Nodes() []inventory.Node
+	ByClaimRef(namespace, name string) (inventory.Entry, bool)
+	List(namespace string) []inventory.Entry
+	Subscribe(fn func(inventory.Change)) (unsubscribe func())
+}
+
+// Config configures a Service.
+type Config struct {
+	// Inventory is the fleet view. Required.
+	Inventory Inventory
+	// Token is the fleet sandboxd token (see TokenOptions); empty sends
+	// node-local calls without one.
+	Token string
+	// HTTPClient carries sandboxd calls; default the sandboxd package's
+	// shared client.
+	HTTPClient *http.Client
+	// Clock is the process clock; default the real one.
+	Clock clock.WithTicker
+
+	// NodeTimeout bounds each call to one node, within the request's own
+	// deadline; default DefaultNodeTimeout.
+	NodeTimeout time.Duration
+	// RecentTTL is how long a write of this replica is shown over an
+	// inventory that does not reflect it yet; default DefaultRecentTTL,
+	// two publish intervals.
+	RecentTTL time.Duration
+	// RetryAfterSeconds is the retry hint of a capacity refusal.
+	RetryAfterSeconds int
+	// MaxForkCount bounds one fork, as sandboxd's max_fork_count does.
+	MaxForkCount int
+	// History is how many events a watch can resume across.
+	History int
+	// WatchBuffer is how many events one watcher may fall behind before it
+	// is dropped.
+	WatchBuffer int
+	// MaxRecent bounds the recent writes kept; past it the one closest to
+	// expiry goes first.
+	MaxRecent int
+}
+
+// Service serves sandboxes from the fleet. Create one with New and Run it.
+type Service struct {
+	cfg         Config
+	inv         Inventory
+	unsubscribe func()
+	stopped     chan struct{}
+	stopOnce    sync.Once
+	bg          sync.WaitGroup
+
+	mu sync.Mutex
+	// overlays holds this replica's recent writes by "<ns>/<name>".
+	overlays map[string]*overlay
+	// creating holds the keys of creates in flight on this replica.
+	creating map[string]struct{}
+	// shown is what watchers were last told about each key.
+	shown    map[string]shownView
+	rev      sandbox.Revision
+	history  *history
+	watchers map[*watcher]struct{}
+}
+
+// overlay is a recent write: the state this replica expects the inventory
+// to show, or (deleted) that it expects the sandbox with that id gone.
+type overlay struct {
+	view
+	deleted bool
+	expires time.Time
+}
+
+type shownView struct {
+	view
+	rev sandbox.Revision
+}
+
+// New builds a Service and subscribes it to the inventory.
+func New(cfg Config) (*Service, error) {
+	if cfg.Inventory == nil {
+		return nil, errors.New("sandboxes: Inventory is required")
+	}
+	cfg.Clock = cmp.Or[clock.WithTicker](cfg.Clock, clock.RealClock{})
+	cfg.NodeTimeout = cmp.Or(cfg.NodeTimeout, DefaultNodeTimeout)
+	cfg.RecentTTL = cmp.Or(cfg.RecentTTL, DefaultRecentTTL)
+	cfg.RetryAfterSeconds = cmp.Or(cfg.RetryAfterSeconds, DefaultRetryAfterSeconds)
+	cfg.MaxForkCount = cmp.Or(cfg.MaxForkCount, DefaultMaxForkCount)
+	cfg.History = cmp.Or(cfg.History, DefaultHistory)
+	cfg.WatchBuffer = cmp.Or(cfg.WatchBuffer, DefaultWatchBuffer)
+	cfg.MaxRecent = cmp.Or(cfg.MaxRecent, DefaultMaxRecent)
+	if cfg.NodeTimeout < 0 || cfg.RecentTTL < 0 || cfg.RetryAfterSeconds < 0 || cfg.MaxForkCount < 0 ||
+		cfg.History < 0 || cfg.WatchBuffer < 0 || cfg.MaxRecent < 0 {
+		return nil, errors.New("sandboxes: negative Config value")
+	}
+	s := &Service{
+		cfg:      cfg,
+		inv:      cfg.Inventory,
+		stopped:  make(chan struct{}),
+		overlays: map[string]*overlay{},
+		creating: map[string]struct{}{},
+		shown:    map[string]shownView{},
+		history:  newHistory(cfg.History),
+		watchers: map[*watcher]struct{}{},
+	}
+	s.unsubscribe = s.inv.Subscribe(s.onChange)
+	// Whatever the inventory already held was never a change to us.
+	s.mu.Lock()
+	for _, e := range s.inv.List("") {
+		s.reconcileLocked(e.Key())
+	}
+	s.mu.Unlock()
+	return s, nil
+}
+
+// Run expires recent writes until ctx ends, then ends every watch and
+// waits for the Service's goroutines.
+func (s *Service) Run(ctx context.Context) {
+	t := s.cfg.Clock.NewTicker(defaultSweep)
+	defer func() {
+		t.Stop()
+		s.unsubscribe()
+		s.stopOnce.Do(func() { close(s.stopped) })
+		s.bg.Wait()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			s.sweep()
+		}
+	}
+}
+
+// sweep drops expired overlays, which may change what a key shows.
+func (s *Service) sweep() {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, ov := range s.overlays {
+		if now.After(ov.expires) {
+			s.reconcileLocked(key)
+		}
+	}
+}
+
+func (s *Service) onChange(c inventory.Change) {
+	key := c.Entry.Key()
+	if key == "" {
+		return // a sandbox of no namespace is not a Sandbox
+	}
+	s.mu.Lock()
+	s.reconcileLocked(key)
+	s.mu.Unlock()
+}
+
+// resolve decides what key shows, given the inventory's entry (nil when
+// it has none) and this replica's overlay. confirmed says the overlay is
+// done: the inventory agrees with it, or it expired.
+func resolve(inv *inventory.Entry, ov *overlay, now time.Time) (cur view, visible, confirmed bool) {
+	if ov == nil || now.After(ov.expires) {
+		if inv == nil {
+			return view{}, false, ov != nil
+		}
+		return view{entry: *inv}, true, ov != nil
+	}
+	if ov.deleted {
+		if inv != nil && inv.ID == ov.entry.ID {
+			return view{}, false, false // the node has not published the release yet
+		}
+		if inv == nil {
+			return view{}, false, true
+		}
+		return view{entry: *inv}, true, true // a new claim under the same name
+	}
+	if inv != nil && inv.ID == ov.entry.ID && inv.Phase == ov.entry.Phase {
+		return view{entry: *inv}, true, true
+	}
+	return ov.view, true, false
+}
+
+func splitKey(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(key, "/")
+	return namespace, name
+}
+
+// currentLocked is what key shows now, without settling overlays.
+func (s *Service) currentLocked(key string) (view, bool) {
+	ns, name := splitKey(key)
+	var inv *inventory.Entry
+	if e, ok := s.inv.ByClaimRef(ns, name); ok {
+		inv = &e
+	}
+	cur, visible, _ := resolve(inv, s.overlays[key], s.cfg.Clock.Now())
+	return cur, visible
+}
+
+// reconcileLocked settles key's overlay and tells watchers what changed.
+func (s *Service) reconcileLocked(key string) {
+	ns, name := splitKey(key)
+	var inv *inventory.Entry
+	if e, ok := s.inv.ByClaimRef(ns, name); ok {
+		inv = &e
+	}
+	cur, visible, confirmed := resolve(inv, s.overlays[key], s.cfg.Clock.Now())
+	if confirmed {
+		delete(s.overlays, key)
+	}
+	prev, had := s.shown[key]
+	var typ sandbox.EventType
+	switch {
+	case visible && !had:
+		typ = sandbox.Added
+	case visible && !prev.same(&cur):
+		typ = sandbox.Modified
+	case !visible && had:
+		typ = sandbox.Deleted
+		cur = prev.view
+	default:
+		return
+	}
+	s.rev++
+	if typ == sandbox.Deleted {
+		delete(s.shown, key)
+	} else {
+		s.shown[key] = shownView{view: cur, rev: s.rev}
+	}
+	s.publishLocked(sandbox.Event{Type: typ, Sandbox: toSandbox(&cur, s.rev), Revision: s.rev})
+}
+
+// revLocked is the revision to stamp on key's current view.
+func (s *Service) revLocked(key string, cur *view) sandbox.Revision {
+	if sv, ok := s.shown[key]; ok && sv.same(cur) {
+		return sv.rev
+	}
+	return s.rev
+}
+
+// Get implements sandbox.Backend.
+func (s *Service) Get(_ context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
+	key := inventory.RefKey(namespace, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.currentLocked(key)
+	if !ok {
+		return nil, apierrors.NewNotFound(Resource, name)
+	}
+	return toSandbox(&cur, s.revLocked(key, &cur)), nil
+}
+
+// List implements sandbox.Backend.
+func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.Sandbox, sandbox.Revision, error) {
+	items, rev := s.list(namespace)
+	return items, rev, nil
+}
+
+// list merges the inventory's sandboxes of namespace with this replica's
+// overlays. The revision is read first: anything that changes while the
+// list is built is also an event after it.
+func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, sandbox.Revision) {
+	s.mu.Lock()
+	rev := s.rev
+	now := s.cfg.Clock.Now()
+	ovs := map[string]*overlay{}
+	for key, ov := range s.overlays {
+		if namespace == "" || ov.entry.Namespace == namespace {
+			ovs[key] = ov
+		}
+	}
+	s.mu.Unlock()
+
+	entries := s.inv.List(namespace)
+	views := make([]view, 0, len(entries)+len(ovs))
+	for i := range entries {
+		key := entries[i].Key()
+		ov := ovs[key]
+		if ov == nil {
+			views = append(views, view{entry: entries[i]})
+			continue
+		}
+		delete(ovs, key)
+		if cur, ok, _ := resolve(&entries[i], ov, now); ok {
+			views = append(views, cur)
+		}
+	}
+	if len(ovs) > 0 {
+		for _, ov := range ovs {
+			if cur, ok, _ := resolve(nil, ov, now); ok {
+				views = append(views, cur)
+			}
+		}
+		slices.SortFunc(views, func(a, b view) int {
+			return cmp.Or(strings.Compare(a.entry.Namespace, b.entry.Namespace), strings.Compare(a.entry.ObjectName, b.entry.ObjectName))
+		})
+	}
+
+	out := make([]agentsv1beta1.Sandbox, len(views))
+	s.mu.Lock()
+	for i := range views {
+		fillSandbox(&out[i], &views[i], min(s.revLocked(views[i].entry.Key(), &views[i]), rev))
+	}
+	s.mu.Unlock()
+	return out, rev
+}
+
+// remember records a write of this replica as an overlay and tells
+// watchers; it returns the view as served.
+func (s *Service) remember(v view, deleted bool) *agentsv1beta1.Sandbox {
+	key := v.entry.Key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.overlays[key] = &overlay{view: v, deleted: deleted, expires: s.cfg.Clock.Now().Add(s.cfg.RecentTTL)}
+	if len(s.overlays) > s.cfg.MaxRecent {
+		s.evictOldestLocked(key)
+	}
+	s.reconcileLocked(key)
+	return toSandbox(&v, s.revLocked(key, &v))
+}
+
+// evictOldestLocked drops the overlay closest to expiry, other than keep's.
+// It scans, but only once the cap is reached, which a burst of writes
+// faster than RecentTTL drains causes.
+func (s *Service) evictOldestLocked(keep string) {
+	var oldest string
+	var at time.Time
+	for key, ov := range s.overlays {
+		if key != keep && (oldest == "" || ov.expires.Before(at)) {
+			oldest, at = key, ov.expires
+		}
+	}
+	if oldest != "" {
+		delete(s.overlays, oldest)
+		s.reconcileLocked(oldest)
+	}
+}
+
+// locate finds the sandbox a verb acts on.
+func (s *Service) locate(namespace, name string) (view, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.currentLocked(inventory.RefKey(namespace, name))
+	if !ok {
+		return view{}, apierrors.NewNotFound(Resource, name)
+	}
+	if cur.entry.ID == "" || cur.entry.Address == "" {
+		return view{}, apierrors.NewServiceUnavailable("the sandbox's node publishes no id or address for it")
+	}
+	return cur, nil
+}
+
+// client returns a sandboxd client for addr with the fleet token.
+func (s *Service) client(addr string) (*sandboxd.Client, error) {
+	opts := []sandboxd.Option{sandboxd.WithToken(s.cfg.Token)}
+	if s.cfg.HTTPClient != nil {
+		opts = append(opts, sandboxd.WithHTTPClient(s.cfg.HTTPClient))
+	}
+	return sandboxd.New(addr, opts...)
+}

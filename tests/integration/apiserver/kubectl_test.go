@@ -1,0 +1,96 @@
+package apiserver_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/subresources"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+)
+
+// TestKubectl runs the kubectl found on PATH against the cluster: the
+// table columns of kubectl get, kubectl explain from the published
+// OpenAPI, and a subresource through kubectl create --raw.
+func TestKubectl(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("no kubectl on PATH")
+	}
+	e := sharedEnv(t)
+	ctx := testContext(t)
+	const ns, name = "kubectl", "shown"
+	sb := e.mustCreate(ctx, t, newSandbox(ns, name, withTemplate(templateBase)))
+	cacheDir := t.TempDir()
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		args = append([]string{"--kubeconfig=" + e.cluster.Kubeconfig(), "--cache-dir=" + cacheDir}, args...)
+		cmd := exec.CommandContext(ctx, kubectl, args...)
+		if stdin != "" {
+			cmd.Stdin = strings.NewReader(stdin)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args[2:], " "), err, out)
+		}
+		return string(out)
+	}
+
+	t.Run("GetTable", func(t *testing.T) {
+		out := run("", "get", "sandboxes", "-A")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		header := strings.Fields(lines[0])
+		if want := []string{"NAMESPACE", "NAME", "NODE", "PHASE", "TEMPLATE", "AGE", "DEADLINE"}; !slices.Equal(header, want) {
+			t.Errorf("kubectl get sandboxes -A header %q, want %q", header, want)
+		}
+		var row []string
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == ns && f[1] == name {
+				row = f
+			}
+		}
+		if row == nil {
+			t.Fatalf("kubectl get sandboxes -A shows no row for %s/%s:\n%s", ns, name, out)
+		}
+		if len(row) != 7 || row[2] != sb.Status.NodeName || row[3] != "Running" || row[4] != templateBase ||
+			row[6] != sb.Annotations[sandboxes.AnnotationDeadline] {
+			t.Errorf("row %q, want node %s, Running, template %s, deadline %s", row, sb.Status.NodeName, templateBase, sb.Annotations[sandboxes.AnnotationDeadline])
+		}
+	})
+
+	t.Run("Explain", func(t *testing.T) {
+		out := run("", "explain", "sandboxes")
+		for _, want := range []string{"KIND:", "Sandbox", "VERSION:", version, "spec"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl explain sandboxes lacks %q:\n%s", want, out)
+			}
+		}
+		out = run("", "explain", "sandboxes.spec.shutdownTime")
+		if !strings.Contains(out, "shutdownTime") {
+			t.Errorf("kubectl explain sandboxes.spec.shutdownTime:\n%s", out)
+		}
+	})
+
+	t.Run("CreateRawSnapshot", func(t *testing.T) {
+		out := run(`{"name":"from-kubectl"}`, "create", "--raw", subresourcePath(ns, name, "snapshot"), "-f", "-")
+		var snap subresources.SandboxSnapshot
+		if err := json.Unmarshal([]byte(out), &snap); err != nil || snap.Name != "from-kubectl" || snap.ID == "" {
+			t.Errorf("kubectl create --raw .../snapshot answered %s (%v)", out, err)
+		}
+	})
+
+	t.Run("GetAndDelete", func(t *testing.T) {
+		if out := run("", "get", "sandbox", name, "-n", ns, "-o", "jsonpath={.status.nodeName}"); out != sb.Status.NodeName {
+			t.Errorf("kubectl get -o jsonpath={.status.nodeName}: %q, want %q", out, sb.Status.NodeName)
+		}
+		// kubectl sends DeleteOptions with a propagation policy.
+		run("", "delete", "sandbox", name, "-n", ns, "--wait=false")
+		if _, err := e.getSandbox(ctx, t, ns, name); !apierrors.IsNotFound(err) {
+			t.Errorf("get after kubectl delete: %v, want NotFound", err)
+		}
+	})
+}
