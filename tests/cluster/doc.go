@@ -11,7 +11,9 @@
 //
 // Options: WithUser adds token users, WithAPIServerFlags appends
 // kube-apiserver flags, WithStartTimeout replaces DefaultStartTimeout,
-// WithAPIServerBinary names the binary.
+// WithAPIServerBinary names the binary. APIServerBinary resolves the
+// default one, for a TestMain or benchmark that wants the build done before
+// it measures anything.
 //
 // The kube-apiserver binary comes from the runfiles location in
 // $KUBE_APISERVER under Bazel (the test lists

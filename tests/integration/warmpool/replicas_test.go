@@ -1,0 +1,340 @@
+package warmpool_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/warmpool"
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
+)
+
+const (
+	apiserverBinaryEnv = "SANDBOX_APISERVER"
+	apiserverBinaryPkg = "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver"
+
+	// apiPollEvery is how often the survivor's API is probed during the
+	// failover.
+	apiPollEvery = 200 * time.Millisecond
+	// replicaStopGrace is how long a replica gets to stop after SIGTERM.
+	replicaStopGrace = 20 * time.Second
+)
+
+// TestReplicasFailover runs two sandbox-apiserver processes with the
+// warm-pool driver enabled and the binary's default election timings:
+// exactly one of them holds the Lease and drives the pools; once it is
+// SIGKILLed (so it cannot release the Lease) the other takes the Lease
+// over within the lease duration and drives, while its own aggregated
+// API keeps answering throughout.
+func TestReplicasFailover(t *testing.T) {
+	binary, err := testbin.Locate(apiserverBinaryEnv, apiserverBinaryPkg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startEnv(t)
+	ns := e.namespace(t, "replicas")
+	f := e.startFleet(t, "r-", 3, token)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "sandboxd-token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := e.c.Kubeconfig()
+	adminToken := e.c.AdminConfig().BearerToken
+
+	var replicas [2]*replica
+	for i := range replicas {
+		replicas[i] = startReplica(t, binary, filepath.Join(dir, fmt.Sprintf("replica-%d", i)), ns, kubeconfig, tokenFile)
+	}
+	for _, r := range replicas {
+		eventually(t, r.name+" is ready", func() (bool, string) {
+			if err := r.exitedErr(); err != nil {
+				return false, err.Error()
+			}
+			if err := r.get("/readyz", ""); err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
+		eventually(t, r.name+" logs its lease identity", func() (bool, string) {
+			id, err := r.identity()
+			if err != nil {
+				return false, err.Error()
+			}
+			r.id = id
+			return true, ""
+		})
+	}
+	if replicas[0].id == replicas[1].id {
+		t.Fatalf("both replicas hold the lease identity %q", replicas[0].id)
+	}
+
+	key := keyOf("ubuntu:24.04")
+	e.apply(t, ns, "base", key.Template, 7)
+	eventually(t, "7 replicas over 3 nodes", func() (bool, string) { return placedAsExpected(key, 7, f) })
+
+	// Exactly one replica drives: the Lease names one of the two, and
+	// keeps naming it over several retry periods.
+	var leader, survivor *replica
+	eventually(t, "the lease names a replica", func() (bool, string) {
+		h := leaseHolder(e, ns)
+		for i, r := range replicas {
+			if h == r.id {
+				leader, survivor = r, replicas[1-i]
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("holder %q, replicas %q and %q", h, replicas[0].id, replicas[1].id)
+	})
+	t.Logf("%s leads (%s); %s follows (%s)", leader.name, leader.id, survivor.name, survivor.id)
+	for end := time.Now().Add(3 * warmpool.DefaultRetryPeriod); time.Now().Before(end); time.Sleep(apiPollEvery) {
+		if h := leaseHolder(e, ns); h != leader.id {
+			t.Fatalf("the lease moved from %s to %q without a failure", leader.id, h)
+		}
+	}
+
+	// Probe the survivor's own API for the whole failover.
+	probeCtx, stopProbe := context.WithCancel(context.Background())
+	var probes, failures int
+	var failed []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(apiPollEvery)
+		defer tick.Stop()
+		for {
+			for _, path := range []string{"/readyz", "/apis/agents.x-k8s.io/v1beta1", "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"} {
+				probes++
+				if err := survivor.get(path, adminToken); err != nil {
+					failures++
+					if len(failed) < 10 {
+						failed = append(failed, fmt.Sprintf("%s: %v", path, err))
+					}
+				}
+			}
+			select {
+			case <-probeCtx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	stopProbing := sync.OnceFunc(func() { stopProbe(); wg.Wait() })
+	t.Cleanup(stopProbing)
+
+	if err := leader.cmd.Process.Kill(); err != nil {
+		t.Fatalf("SIGKILL %s: %v", leader.name, err)
+	}
+	killed := time.Now()
+	<-leader.exited
+	e.scale(t, ns, "base", 11)
+
+	eventually(t, "the lease names the survivor", func() (bool, string) {
+		h := leaseHolder(e, ns)
+		return h == survivor.id, "holder " + h
+	})
+	took := time.Since(killed)
+	eventually(t, "the survivor drives the scale made after the kill", func() (bool, string) { return placedAsExpected(key, 11, f) })
+	drove := time.Since(killed)
+	stopProbing()
+
+	t.Logf("takeover %v, scale placed %v after the kill (lease duration %v, retry period %v); %d API probes on the survivor, %d failed",
+		took.Round(time.Millisecond), drove.Round(time.Millisecond), warmpool.DefaultLeaseDuration, warmpool.DefaultRetryPeriod, probes, failures)
+	// The follower sees the leader's last renewal up to one jittered retry
+	// period (1.2×) late and tries again up to one more after the lease
+	// expired: about 19.8 s with the defaults. Four retry periods leave
+	// room for a loaded machine's request latency.
+	if limit := warmpool.DefaultLeaseDuration + 4*warmpool.DefaultRetryPeriod; took > limit {
+		t.Errorf("takeover took %v, beyond the lease duration plus four retry periods (%v)", took, limit)
+	}
+	if failures > 0 {
+		t.Errorf("the survivor's API failed %d of %d probes during the failover: %s", failures, probes, strings.Join(failed, "; "))
+	}
+	if probes == 0 {
+		t.Error("the survivor's API was never probed")
+	}
+	if err := survivor.exitedErr(); err != nil {
+		t.Errorf("the survivor died: %v", err)
+	}
+}
+
+// replica is one sandbox-apiserver process on its own loopback port.
+type replica struct {
+	name    string
+	cmd     *exec.Cmd
+	addr    string
+	logPath string
+	client  *http.Client
+	id      string // its holder identity in the Lease
+
+	exited  chan struct{}
+	waitErr error
+}
+
+func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFile string) *replica {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := filepath.Join(dir, "certs")
+	r := &replica{
+		name:    filepath.Base(dir),
+		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		logPath: filepath.Join(dir, "sandbox-apiserver.log"),
+		exited:  make(chan struct{}),
+	}
+	logFile, err := os.Create(r.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command(binary,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+certDir,
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--sandboxd-token-file="+tokenFile,
+		"--enable-warm-pool-driver=true",
+		"--warm-pool-sync-interval=1s",
+	)
+	r.cmd.Stdout = logFile
+	r.cmd.Stderr = logFile
+	r.cmd.Env = append(os.Environ(), "OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv+"="+leaseNamespace)
+	r.cmd.SysProcAttr = childSysProcAttr()
+	if err := r.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("start %s: %v", binary, err)
+	}
+	go func() {
+		r.waitErr = r.cmd.Wait()
+		logFile.Close()
+		close(r.exited)
+	}()
+	transport := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+	r.client = &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	t.Cleanup(func() {
+		r.stop()
+		transport.CloseIdleConnections()
+		if t.Failed() {
+			t.Log(r.logTail())
+		}
+	})
+	return r
+}
+
+// freeLoopbackPort is a port nothing listens on right now.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// exitedErr is non-nil once the process has exited.
+func (r *replica) exitedErr() error {
+	select {
+	case <-r.exited:
+		return fmt.Errorf("%s exited: %v", r.name, r.waitErr)
+	default:
+		return nil
+	}
+}
+
+// get requests path, verifying the self-signed serving certificate the
+// replica wrote to its cert dir, and fails unless the answer is 200.
+func (r *replica) get(path, bearer string) error {
+	if r.client.Transport.(*http.Transport).TLSClientConfig.RootCAs == nil {
+		pemData, err := os.ReadFile(filepath.Join(filepath.Dir(r.logPath), "certs", "apiserver.crt"))
+		if err != nil {
+			return fmt.Errorf("serving certificate not written yet: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemData) {
+			return errors.New("serving certificate file holds no certificate")
+		}
+		r.client.Transport.(*http.Transport).TLSClientConfig.RootCAs = pool
+	}
+	req, err := http.NewRequest(http.MethodGet, "https://"+r.addr+path, nil)
+	if err != nil {
+		return err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// identityLine finds the holder identity the binary logs when it builds
+// its driver (hostname_uuid, so two replicas on one host differ).
+var identityLine = regexp.MustCompile(`msg="warm-pool driver enabled".* identity=(\S+)`)
+
+func (r *replica) identity() (string, error) {
+	data, err := os.ReadFile(r.logPath)
+	if err != nil {
+		return "", err
+	}
+	m := identityLine.FindSubmatch(data)
+	if m == nil {
+		return "", fmt.Errorf("%s has not logged its identity", r.name)
+	}
+	return strings.Trim(string(m[1]), `"`), nil
+}
+
+// stop sends SIGTERM, then SIGKILL after replicaStopGrace, and waits.
+func (r *replica) stop() {
+	if r.exitedErr() != nil {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.exited:
+	case <-time.After(replicaStopGrace):
+		_ = r.cmd.Process.Kill()
+		<-r.exited
+	}
+}
+
+// logTailLines is how much of a replica's log a failure shows.
+const logTailLines = 60
+
+func (r *replica) logTail() string {
+	data, err := os.ReadFile(r.logPath)
+	if err != nil {
+		return fmt.Sprintf("--- %s log unreadable: %v", r.name, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
+	}
+	return fmt.Sprintf("--- last %d lines of %s (%s)\n%s", len(lines), r.name, r.logPath, strings.Join(lines, "\n"))
+}
