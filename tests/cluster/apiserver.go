@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 // ServiceIPRange is the kube-apiserver's --service-cluster-ip-range. It is
@@ -107,7 +109,7 @@ func startAPIServer(c apiServerConfig) (*apiServerProcess, error) {
 	cmd.Env = childEnv()
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = childSysProcAttr()
+	cmd.SysProcAttr = testbin.ChildSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start kube-apiserver %s: %w", c.binary, err)

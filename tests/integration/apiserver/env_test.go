@@ -442,7 +442,7 @@ func startServer(binary, logPath string, args []string) (*serverProcess, error) 
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Env = append(os.Environ(), "OPERATOR_LOG_LEVEL=info")
-	cmd.SysProcAttr = childSysProcAttr()
+	cmd.SysProcAttr = testbin.ChildSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", binary, err)

@@ -219,7 +219,7 @@ func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFi
 	r.cmd.Stdout = logFile
 	r.cmd.Stderr = logFile
 	r.cmd.Env = append(os.Environ(), "OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv+"="+leaseNamespace)
-	r.cmd.SysProcAttr = childSysProcAttr()
+	r.cmd.SysProcAttr = testbin.ChildSysProcAttr()
 	if err := r.cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatalf("start %s: %v", binary, err)
