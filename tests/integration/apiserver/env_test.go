@@ -22,11 +22,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -422,37 +420,18 @@ func (e *testEnv) userClients(tb testing.TB, user string) (dynamic.Namespaceable
 
 // serverProcess is the sandbox-apiserver binary running with its output in
 // a log file.
-type serverProcess struct {
-	cmd     *exec.Cmd
-	logPath string
-	log     *os.File
-	exited  chan struct{}
-	waitErr error
-}
-
 // stopGrace is how long the server gets to shut down after SIGTERM.
 const stopGrace = 20 * time.Second
 
+// serverProcess is the sandbox-apiserver under test.
+type serverProcess struct{ *testbin.Process }
+
 func startServer(binary, logPath string, args []string) (*serverProcess, error) {
-	logFile, err := os.Create(logPath)
+	p, err := testbin.StartProcess("sandbox-apiserver", binary, logPath, args, []string{"OPERATOR_LOG_LEVEL=info"})
 	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
+		return nil, err
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.Env = append(os.Environ(), "OPERATOR_LOG_LEVEL=info")
-	cmd.SysProcAttr = testbin.ChildSysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", binary, err)
-	}
-	p := &serverProcess{cmd: cmd, logPath: logPath, log: logFile, exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
+	return &serverProcess{p}, nil
 }
 
 // waitReady polls the server's /readyz (which includes inventory-synced)
@@ -466,10 +445,8 @@ func (p *serverProcess) waitReady(ctx context.Context, addr, serverName string, 
 	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
 	last := "no answer yet"
 	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, fmt.Errorf("sandbox-apiserver exited: %v", p.waitErr)
-		default:
+		if err := p.ExitErr(); err != nil {
+			return false, err
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
 		if err != nil {
@@ -490,37 +467,10 @@ func (p *serverProcess) waitReady(ctx context.Context, addr, serverName string, 
 	return nil
 }
 
-// stop sends SIGTERM, then SIGKILL after stopGrace, and closes the log. A
-// server that had already died is an error: the tests ran against a dead
-// server at some point.
-func (p *serverProcess) stop() error {
-	select {
-	case <-p.exited:
-		p.log.Close()
-		return fmt.Errorf("sandbox-apiserver exited before the end of the tests: %v", p.waitErr)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopGrace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	return p.log.Close()
-}
+// stop stops the server; a server that had already died is an error.
+func (p *serverProcess) stop() error { return p.Stop(stopGrace) }
 
 // logTailLines is how much of the server's log a failure shows.
 const logTailLines = 80
 
-func (p *serverProcess) logTail() string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return fmt.Sprintf("--- sandbox-apiserver log unreadable: %v\n", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
-	}
-	return fmt.Sprintf("--- last %d lines of sandbox-apiserver (%s)\n%s\n", len(lines), p.logPath, strings.Join(lines, "\n"))
-}
+func (p *serverProcess) logTail() string { return p.LogTail(logTailLines) }

@@ -10,13 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,7 +61,7 @@ func TestReplicasFailover(t *testing.T) {
 	}
 	for _, r := range replicas {
 		eventually(t, r.name+" is ready", func() (bool, string) {
-			if err := r.exitedErr(); err != nil {
+			if err := r.ExitErr(); err != nil {
 				return false, err.Error()
 			}
 			if err := r.get("/readyz", ""); err != nil {
@@ -136,11 +134,10 @@ func TestReplicasFailover(t *testing.T) {
 	stopProbing := sync.OnceFunc(func() { stopProbe(); wg.Wait() })
 	t.Cleanup(stopProbing)
 
-	if err := leader.cmd.Process.Kill(); err != nil {
-		t.Fatalf("SIGKILL %s: %v", leader.name, err)
-	}
 	killed := time.Now()
-	<-leader.exited
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
 	e.scale(t, ns, "base", 11)
 
 	eventually(t, "the lease names the survivor", func() (bool, string) {
@@ -167,22 +164,19 @@ func TestReplicasFailover(t *testing.T) {
 	if probes == 0 {
 		t.Error("the survivor's API was never probed")
 	}
-	if err := survivor.exitedErr(); err != nil {
+	if err := survivor.ExitErr(); err != nil {
 		t.Errorf("the survivor died: %v", err)
 	}
 }
 
 // replica is one sandbox-apiserver process on its own loopback port.
 type replica struct {
+	*testbin.Process
 	name    string
-	cmd     *exec.Cmd
 	addr    string
 	logPath string
 	client  *http.Client
 	id      string // its holder identity in the Lease
-
-	exited  chan struct{}
-	waitErr error
 }
 
 func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFile string) *replica {
@@ -199,36 +193,21 @@ func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFi
 		name:    filepath.Base(dir),
 		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		logPath: filepath.Join(dir, "sandbox-apiserver.log"),
-		exited:  make(chan struct{}),
 	}
-	logFile, err := os.Create(r.logPath)
+	r.Process, err = testbin.StartProcess(r.name, binary, r.logPath, []string{
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + certDir,
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--sandboxd-token-file=" + tokenFile,
+		"--enable-warm-pool-driver=true",
+		"--warm-pool-sync-interval=1s",
+	}, []string{"OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv + "=" + leaseNamespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(binary,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+certDir,
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-		"--sandboxd-token-file="+tokenFile,
-		"--enable-warm-pool-driver=true",
-		"--warm-pool-sync-interval=1s",
-	)
-	r.cmd.Stdout = logFile
-	r.cmd.Stderr = logFile
-	r.cmd.Env = append(os.Environ(), "OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv+"="+leaseNamespace)
-	r.cmd.SysProcAttr = testbin.ChildSysProcAttr()
-	if err := r.cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("start %s: %v", binary, err)
-	}
-	go func() {
-		r.waitErr = r.cmd.Wait()
-		logFile.Close()
-		close(r.exited)
-	}()
 	transport := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
 	r.client = &http.Client{Transport: transport, Timeout: 10 * time.Second}
 	t.Cleanup(func() {
@@ -249,16 +228,6 @@ func freeLoopbackPort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// exitedErr is non-nil once the process has exited.
-func (r *replica) exitedErr() error {
-	select {
-	case <-r.exited:
-		return fmt.Errorf("%s exited: %v", r.name, r.waitErr)
-	default:
-		return nil
-	}
 }
 
 // get requests path, verifying the self-signed serving certificate the
@@ -310,31 +279,15 @@ func (r *replica) identity() (string, error) {
 	return strings.Trim(string(m[1]), `"`), nil
 }
 
-// stop sends SIGTERM, then SIGKILL after replicaStopGrace, and waits.
+// stop stops the replica unless it already exited (the failover test
+// kills one on purpose).
 func (r *replica) stop() {
-	if r.exitedErr() != nil {
-		return
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-	case <-time.After(replicaStopGrace):
-		_ = r.cmd.Process.Kill()
-		<-r.exited
+	if r.ExitErr() == nil {
+		_ = r.Stop(replicaStopGrace)
 	}
 }
 
 // logTailLines is how much of a replica's log a failure shows.
 const logTailLines = 60
 
-func (r *replica) logTail() string {
-	data, err := os.ReadFile(r.logPath)
-	if err != nil {
-		return fmt.Sprintf("--- %s log unreadable: %v", r.name, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
-	}
-	return fmt.Sprintf("--- last %d lines of %s (%s)\n%s", len(lines), r.name, r.logPath, strings.Join(lines, "\n"))
-}
+func (r *replica) logTail() string { return r.LogTail(logTailLines) }
