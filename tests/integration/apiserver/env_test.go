@@ -199,14 +199,14 @@ func startEnv() (_ *testEnv, err error) {
 	}
 
 	dnsName := apiServiceName + "." + apiNamespace + ".svc"
-	certs, err := newServingCerts(dir, dnsName)
+	certs, err := cluster.NewServingCerts(dir, dnsName)
 	if err != nil {
 		return nil, err
 	}
 	addr, err := e.cluster.RegisterAPIService(ctx, cluster.APIServiceSpec{
 		Group: group, Version: version,
 		Namespace: apiNamespace, ServiceName: apiServiceName,
-		CABundle: certs.caPEM,
+		CABundle: certs.CAPEM,
 	})
 	if err != nil {
 		return nil, err
@@ -219,8 +219,8 @@ func startEnv() (_ *testEnv, err error) {
 	e.server, err = startServer(binary, filepath.Join(dir, "sandbox-apiserver.log"), []string{
 		"--bind-address=" + host,
 		"--secure-port=" + port,
-		"--tls-cert-file=" + certs.certFile,
-		"--tls-private-key-file=" + certs.keyFile,
+		"--tls-cert-file=" + certs.CertFile,
+		"--tls-private-key-file=" + certs.KeyFile,
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
@@ -237,7 +237,7 @@ func startEnv() (_ *testEnv, err error) {
 	if err := e.cluster.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(group, version)); err != nil {
 		return nil, err
 	}
-	if err := e.server.waitReady(ctx, addr, dnsName, certs.caPEM); err != nil {
+	if err := e.server.waitReady(ctx, addr, dnsName, certs.CAPEM); err != nil {
 		return nil, err
 	}
 	if err := e.waitFleetPublished(ctx); err != nil {

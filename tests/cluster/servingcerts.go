@@ -1,4 +1,4 @@
-package apiserver_test
+package cluster
 
 import (
 	"crypto/ecdsa"
@@ -14,19 +14,19 @@ import (
 	"time"
 )
 
-// servingCerts is a CA and a serving certificate it signed for the
+// ServingCerts is a CA and a serving certificate it signed for the
 // aggregated server's Service name, as a cluster's cert-manager or chart
 // hook would provide: the CA goes into the APIService's caBundle so the
 // aggregator verifies the server instead of skipping verification.
-type servingCerts struct {
-	caPEM    []byte
-	certFile string
-	keyFile  string
+type ServingCerts struct {
+	CAPEM    []byte
+	CertFile string
+	KeyFile  string
 }
 
-// newServingCerts writes a serving certificate and key for dnsName under
+// NewServingCerts writes a serving certificate and key for dnsName under
 // dir and returns them with the CA that signed them.
-func newServingCerts(dir, dnsName string) (*servingCerts, error) {
+func NewServingCerts(dir, dnsName string) (*ServingCerts, error) {
 	notBefore := time.Now().Add(-time.Minute)
 	notAfter := notBefore.Add(24 * time.Hour)
 
@@ -74,15 +74,15 @@ func newServingCerts(dir, dnsName string) (*servingCerts, error) {
 		return nil, fmt.Errorf("encode serving key: %w", err)
 	}
 
-	out := &servingCerts{
-		caPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		certFile: filepath.Join(dir, "serving.crt"),
-		keyFile:  filepath.Join(dir, "serving.key"),
+	out := &ServingCerts{
+		CAPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		CertFile: filepath.Join(dir, "serving.crt"),
+		KeyFile:  filepath.Join(dir, "serving.key"),
 	}
-	if err := os.WriteFile(out.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(out.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		return nil, fmt.Errorf("write serving certificate: %w", err)
 	}
-	if err := os.WriteFile(out.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(out.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return nil, fmt.Errorf("write serving key: %w", err)
 	}
 	return out, nil
