@@ -29,6 +29,7 @@ import (
 	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
+	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
@@ -56,6 +57,12 @@ type options struct {
 
 	enableWarmPoolDriver bool
 	warmPoolSyncInterval time.Duration
+
+	enableE2B bool
+	e2b       *e2b.Options
+	// e2bConfig is the validated surface configuration, set by validate
+	// when enableE2B.
+	e2bConfig e2b.Config
 }
 
 func newOptions() *options {
@@ -63,6 +70,7 @@ func newOptions() *options {
 		recommended:          server.NewRecommendedOptions(),
 		inventory:            inventory.NewOptions(),
 		enableWarmPoolDriver: true,
+		e2b:                  e2b.NewOptions(),
 	}
 }
 
@@ -75,6 +83,9 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"Run the in-process SandboxWarmPool → sandboxd pool reconcile loop (control-plane warm-capacity surface; pool-level, never per-sandbox).")
 	fs.DurationVar(&o.warmPoolSyncInterval, "warm-pool-sync-interval", o.warmPoolSyncInterval,
 		"Resync cadence for the SandboxWarmPool driver, and with it the sampling period of the warm count in pool status (0 means 5s).")
+	fs.BoolVar(&o.enableE2B, "enable-e2b-api", o.enableE2B,
+		"Serve the e2b-compatible REST surface, so an unmodified e2b SDK can claim from the same warm pools (point E2B_API_URL at it).")
+	o.e2b.AddFlags(fs)
 	return fs
 }
 
@@ -84,6 +95,13 @@ func (o *options) validate() error {
 	}
 	if o.warmPoolSyncInterval < 0 {
 		return fmt.Errorf("--warm-pool-sync-interval must not be negative, got %v", o.warmPoolSyncInterval)
+	}
+	if o.enableE2B {
+		cfg, err := o.e2b.Config()
+		if err != nil {
+			return err
+		}
+		o.e2bConfig = cfg
 	}
 	return nil
 }
@@ -169,19 +187,31 @@ func serve(ctx context.Context, logger *slog.Logger, o *options) error {
 		return err
 	}
 
+	e2bSurface, err := newE2BSurface(logger, o, fleet, token)
+	if err != nil {
+		return err
+	}
+
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := fleet.start(runCtx)
 	driverDone := driver.start(runCtx)
 	defer func() { cancel(); <-driverDone }()
+	e2bDone, err := e2bSurface.start(runCtx, cancel)
+	if err != nil {
+		cancel()
+		<-done
+		return err
+	}
 	logger.Info("serving", "securePort", o.recommended.SecureServing.BindPort, "inventoryStaleAfter", o.inventory.StaleAfter)
 	err = srv.PrepareRun().RunWithContext(runCtx)
 	cancel()
+	e2bErr := <-e2bDone
 	<-done
 	if err != nil {
 		return fmt.Errorf("running the apiserver: %w", err)
 	}
-	return nil
+	return e2bErr
 }
 
 // kubeClientConfig is the in-cluster service account, or the kubeconfig at

@@ -2,7 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +62,9 @@ func TestFlags(t *testing.T) {
 		"authentication-kubeconfig", "authorization-kubeconfig", "kubeconfig", "profiling",
 		"sandboxd-token", "sandboxd-token-file", "inventory-stale-after",
 		"enable-warm-pool-driver", "warm-pool-sync-interval",
+		"enable-e2b-api", "e2b-bind-address", "e2b-namespace", "e2b-domain", "e2b-envd-version",
+		"e2b-default-timeout", "e2b-api-key-file", "e2b-allow-anonymous", "e2b-template-alias-file",
+		"e2b-envd-secret-file",
 	} {
 		if fs.Lookup(want) == nil {
 			t.Errorf("flag --%s missing", want)
@@ -66,6 +75,9 @@ func TestFlags(t *testing.T) {
 	}
 	if got := fs.Lookup("secure-port").DefValue; got != "6443" {
 		t.Errorf("--secure-port default = %s, want 6443", got)
+	}
+	if o.enableE2B || o.e2b.BindAddress != ":8080" || o.e2b.Namespace != "default" {
+		t.Errorf("e2b defaults: enabled %v, bind %q, namespace %q", o.enableE2B, o.e2b.BindAddress, o.e2b.Namespace)
 	}
 	if !o.enableWarmPoolDriver || o.inventory.StaleAfter != 90*time.Second {
 		t.Errorf("defaults: warm-pool driver %v, stale-after %v", o.enableWarmPoolDriver, o.inventory.StaleAfter)
@@ -98,5 +110,100 @@ func TestHelp(t *testing.T) {
 	out := stderr.String()
 	if !strings.Contains(out, "--sandboxd-token-file") || strings.Contains(out, "--etcd") {
 		t.Errorf("help output:\n%s", out)
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestE2BStartupValidation(t *testing.T) {
+	t.Setenv(logLevelEnv, "error")
+	secret := writeFile(t, "s3cr3t-value\n")
+	keys := writeFile(t, "key1 team-a\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--enable-e2b-api"}, "--e2b-domain"},
+		{[]string{"--enable-e2b-api", "--e2b-domain=sb.example.com"}, "--e2b-envd-secret-file"},
+		{[]string{"--enable-e2b-api", "--e2b-domain=sb.example.com", "--e2b-envd-secret-file=" + secret}, "--e2b-api-key-file"},
+		{[]string{"--enable-e2b-api", "--e2b-domain=sb.example.com", "--e2b-envd-secret-file=" + secret + ".gone", "--e2b-api-key-file=" + keys}, "--e2b-envd-secret-file"},
+		{[]string{"--enable-e2b-api", "--e2b-domain=sb.example.com", "--e2b-envd-secret-file=" + secret, "--e2b-api-key-file=" + writeFile(t, "ok\nk a b\n")}, "line 2"},
+		{[]string{"--enable-e2b-api", "--e2b-domain=sb.example.com", "--e2b-envd-secret-file=" + secret, "--e2b-api-key-file=" + keys, "--e2b-template-alias-file=" + writeFile(t, "base\n")}, "line 1"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("run(%v) = %d, stderr %q; want 2 and a message naming %s", tc.args, code, stderr.String(), tc.want)
+		}
+		if strings.Contains(stderr.String(), "s3cr3t-value") || strings.Contains(stderr.String(), "key1") {
+			t.Errorf("run(%v) printed a secret: %q", tc.args, stderr.String())
+		}
+	}
+	// Without --enable-e2b-api the e2b flags are not required.
+	o := newOptions()
+	if err := o.flagSet().Parse([]string{"--e2b-domain="}); err != nil || o.validate() != nil {
+		t.Errorf("a disabled surface still validates its flags")
+	}
+	// With everything set, validation reads the files.
+	o = newOptions()
+	if err := o.flagSet().Parse([]string{"--enable-e2b-api", "--e2b-domain=sb.example.com", "--e2b-envd-secret-file=" + secret, "--e2b-allow-anonymous"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err != nil || string(o.e2bConfig.EnvdSecret) != "s3cr3t-value" || !o.e2bConfig.AllowAnonymous {
+		t.Errorf("validate = %v, config %+v", err, o.e2bConfig.Domain)
+	}
+}
+
+func TestE2BSurfaceServesAndDrains(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	s := &e2bSurface{logger: logger, addr: "127.0.0.1:0", srv: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		w.WriteHeader(http.StatusTeapot)
+	})}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, err := s.start(ctx, cancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int, 1)
+	go func() {
+		resp, err := http.Get("http://" + s.bound + "/health")
+		if err != nil {
+			got <- 0
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	<-started
+	cancel() // shutdown waits for the request in flight
+	close(release)
+	if code := <-got; code != http.StatusTeapot {
+		t.Errorf("in-flight request = %d, want it answered during the drain", code)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("surface stopped with %v", err)
+	}
+
+	// A taken port fails startup, naming the flag.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s = &e2bSurface{logger: logger, addr: ln.Addr().String(), srv: &http.Server{}}
+	if _, err := s.start(context.Background(), func() {}); err == nil || !strings.Contains(err.Error(), "--e2b-bind-address") {
+		t.Errorf("start on a taken port = %v", err)
 	}
 }

@@ -1,17 +1,112 @@
-// Command sandbox-e2b will serve the e2b-compatible REST surface and its data plane on a
-// sandboxd mesh, without Kubernetes.
-//
-// The server itself is not part of this build yet; the binary exists so the
-// build layout (src/cmd/<name>) and its Bazel targets are in place. It exits
-// non-zero so no deployment can mistake it for a working server.
+// Command sandbox-e2b serves the e2b-compatible REST surface, and
+// optionally its envd data plane, on a sandboxd mesh without Kubernetes:
+// it finds the nodes through sandboxd's own gossip, starting from seed
+// addresses.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
 )
 
+// Exit codes: 2 is the conventional one for a bad command line.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const usageHeader = `sandbox-e2b serves the e2b-compatible REST API (point the e2b SDK's
+E2B_API_URL at --e2b-bind-address) on a sandboxd mesh, outside Kubernetes.
+It starts from the --sandboxd seed nodes, learns the other members through
+their gossip (GET /v1/peers), reads warm counts (GET /v1/info) and sandbox
+owners (GET /v1/sandboxes) every --mesh-refresh-interval, and claims with
+sandboxd's redirect protocol. With --envd-proxy-bind-address it also serves
+the envd data plane in the same process.
+
+Sandboxes are scoped by namespace exactly as in Kubernetes: each is claimed
+with claim_ref <namespace>/<name>, the namespace of the API key that made it.
+
+Logs go to stderr at OPERATOR_LOG_LEVEL (debug, info, warn, error; default
+info) and never contain tokens, secrets or API keys. SIGINT or SIGTERM drains
+in-flight requests and exits.
+
+Usage: sandbox-e2b [flags]
+
+Flags:
+`
+
 func main() {
-	fmt.Fprintln(os.Stderr, "sandbox-e2b: not implemented in this build yet (see docs/roadmap.md)")
-	os.Exit(2)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func newFlagSet(o *app.Options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sandbox-e2b", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	o.AddFlags(fs)
+	return fs
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts := app.NewOptions()
+	fs := newFlagSet(opts)
+	switch err := fs.Parse(args); {
+	case errors.Is(err, pflag.ErrHelp):
+		fmt.Fprint(stdout, usageHeader)
+		fmt.Fprint(stdout, fs.FlagUsages())
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "sandbox-e2b: %v\nRun 'sandbox-e2b --help' for the flags.\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sandbox-e2b: unexpected arguments: %q\n", fs.Args())
+		return exitUsage
+	}
+	logger, err := app.NewLogger(stderr, os.Getenv(app.LogLevelEnv))
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
+		return exitUsage
+	}
+	cfg, err := opts.Config()
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-e2b: %v\nRun 'sandbox-e2b --help' for the flags.\n", err)
+		return exitUsage
+	}
+	if cfg.E2B.AllowAnonymous {
+		logger.Warn("--e2b-allow-anonymous: the e2b surface serves callers without an API key")
+	}
+
+	a, err := app.Start(ctx, cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
+		return exitFailure
+	}
+	code := exitOK
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-a.Err():
+		logger.Error("listener failed", "err", err)
+		code = exitFailure
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), app.ShutdownTimeout)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	return code
 }

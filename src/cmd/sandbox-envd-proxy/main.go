@@ -1,17 +1,280 @@
-// Command sandbox-envd-proxy will carry the e2b data plane (envd traffic) to the
-// owning node's guest-port relay.
-//
-// The server itself is not part of this build yet; the binary exists so the
-// build layout (src/cmd/<name>) and its Bazel targets are in place. It exits
-// non-zero so no deployment can mistake it for a working server.
+// Command sandbox-envd-proxy is the e2b data plane: it places each request
+// on a sandbox from the NodeInventory informer, authorizes it with the
+// sandbox's envd access token and relays it into the owning node's
+// guest-port endpoint. See docs/envd-proxy.md.
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+
+	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/envdproxy/inventorylocator"
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 )
 
+const usageHeader = `sandbox-envd-proxy carries the e2b SDK's data plane (files, commands, pty and
+any other guest port) from {port}-{sandboxID}.{domain}, or the E2b-Sandbox-Id
+and E2b-Sandbox-Port headers, to the owning node's guest-port relay. GET
+/healthz is unauthenticated, for probes.
+
+Environment: OPERATOR_LOG_LEVEL = debug, info (default), warn or error;
+KUBECONFIG when --kubeconfig is not given and the process runs outside a
+cluster.
+
+Flags:
+`
+
+// shutdownGrace bounds how long in-flight requests get on SIGTERM; long
+// streams (process output, watches) are cut after it.
+const shutdownGrace = 10 * time.Second
+
 func main() {
-	fmt.Fprintln(os.Stderr, "sandbox-envd-proxy: not implemented in this build yet (see docs/roadmap.md)")
-	os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// options are the command line of the binary.
+type options struct {
+	bindAddress string
+	domain      string
+	namespace   string
+	tlsCertFile string
+	tlsKeyFile  string
+	guestHTTP2  bool
+	secretFile  string
+	kubeconfig  string
+	token       sandboxes.TokenOptions
+	inventory   *inventory.Options
+}
+
+func newOptions() *options {
+	return &options{bindAddress: ":8443", namespace: "default", inventory: inventory.NewOptions()}
+}
+
+func (o *options) flagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sandbox-envd-proxy", pflag.ContinueOnError)
+	fs.StringVar(&o.bindAddress, "bind-address", o.bindAddress, "Address the proxy listens on.")
+	fs.StringVar(&o.domain, "domain", o.domain,
+		"Base domain sandbox hosts are derived from, as {port}-{sandboxID}.{domain}. Must match the apiserver's --e2b-domain. Required.")
+	fs.StringVar(&o.namespace, "namespace", o.namespace,
+		"Namespace inventory lookups are filtered to; empty matches every namespace. Not an access boundary: a caller holding a sandbox's token reaches it in any namespace.")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile,
+		"Wildcard certificate for *.{domain}. Omit to serve cleartext (HTTP/1.1 and h2c) behind an edge that terminates TLS.")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "Private key for --tls-cert-file; the two are set together.")
+	fs.BoolVar(&o.guestHTTP2, "guest-http2", o.guestHTTP2,
+		"Forward to the guest over cleartext HTTP/2. Off by default: envd 0.8.0 installs no h2c handler and refuses it. Clients still reach this proxy over HTTP/2.")
+	fs.StringVar(&o.secretFile, "e2b-envd-secret-file", o.secretFile,
+		"The e2b surface's envd secret file; access tokens are verified against it. Required.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig,
+		"Kubeconfig of the cluster whose NodeInventory objects are read; default $KUBECONFIG, then the in-cluster service account.")
+	o.token.AddFlags(fs)
+	inventory.AddFlags(fs, o.inventory)
+	return fs
+}
+
+// validate checks the flags that need no file read.
+func (o *options) validate() error {
+	if o.bindAddress == "" {
+		return errors.New("--bind-address must not be empty")
+	}
+	if o.domain == "" {
+		return errors.New("--domain is required (the apiserver's --e2b-domain)")
+	}
+	if _, err := envdproxy.NormalizeDomain(o.domain); err != nil {
+		return fmt.Errorf("--domain %q: must be a bare DNS name such as sandbox.example.com", o.domain)
+	}
+	if o.secretFile == "" {
+		return errors.New("--e2b-envd-secret-file is required")
+	}
+	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-private-key-file must be set together")
+	}
+	if o.token.Token == "" && o.token.File == "" {
+		return errors.New("--sandboxd-token or --sandboxd-token-file is required: the proxy reads claim tokens with the fleet's root api_token")
+	}
+	return o.inventory.Validate()
+}
+
+// credentials are what the proxy reads from files at startup.
+type credentials struct {
+	secret []byte
+	token  string
+	certs  *certFiles
+}
+
+func (o *options) loadCredentials() (*credentials, error) {
+	secret, err := envdtoken.ReadSecretFile(o.secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("--e2b-envd-secret-file: %w", err)
+	}
+	token, err := o.token.Load()
+	if err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return nil, errors.New("--sandboxd-token is empty")
+	}
+	c := &credentials{secret: secret, token: token}
+	if o.tlsCertFile != "" {
+		if c.certs, err = loadCertFiles(o.tlsCertFile, o.tlsKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func run(args []string, stderr io.Writer) int {
+	level, err := parseLogLevel(os.Getenv(logLevelEnv))
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
+		return 2
+	}
+	logger := setupLogging(stderr, level)
+
+	o := newOptions()
+	fs := o.flagSet()
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHeader)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
+		return 2
+	}
+	creds, err := o.loadCredentials()
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
+		return 2
+	}
+	restConfig, err := kubeClientConfig(o.kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
+		return 2
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: building the dynamic client: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", o.bindAddress)
+	if err != nil {
+		logger.Error("cannot listen", "address", o.bindAddress, "err", err)
+		return 1
+	}
+	if err := serve(ctx, logger, o, creds, dyn, ln); err != nil {
+		logger.Error("sandbox-envd-proxy stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the inventory informer and the proxy on ln until ctx ends.
+func serve(ctx context.Context, logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface, ln net.Listener) error {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter})
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("building the inventory store: %w", err)
+	}
+	proxy, err := envdproxy.New(envdproxy.Config{
+		Locator:    inventorylocator.New(store, o.namespace),
+		Domain:     o.domain,
+		Secret:     creds.secret,
+		Token:      creds.token,
+		GuestHTTP2: o.guestHTTP2,
+		Logger:     logger,
+		// Until the informer has listed every node, a published sandbox
+		// would look unknown: report not ready rather than 502 it.
+		Ready: store.HasSynced,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	storeDone := make(chan struct{})
+	go func() { defer close(storeDone); store.Run(runCtx) }()
+	factory.Start(runCtx.Done())
+	defer func() {
+		cancel()
+		<-storeDone
+		factory.Shutdown()
+	}()
+
+	srv := newHTTPServer(proxy, creds.certs, logger)
+	errc := make(chan error, 1)
+	go func() {
+		if creds.certs != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	logger.Info("serving", "address", ln.Addr().String(), "tls", creds.certs != nil, "domain", o.domain,
+		"namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, done := context.WithTimeout(context.Background(), shutdownGrace)
+	defer done()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close() // streams still open past the grace period
+	}
+	<-errc
+	return nil
+}
+
+// newHTTPServer is the client-facing server: HTTP/1.1 and HTTP/2, over TLS
+// when certs are given and in the clear (h2c) otherwise. No write timeout:
+// process output and file transfers stream for as long as they last.
+func newHTTPServer(h http.Handler, certs *certFiles, logger *slog.Logger) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		Protocols:         envdproxy.Protocols(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	if certs != nil {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	}
+	return srv
 }

@@ -71,6 +71,7 @@ func newFlagSet() (*flag.FlagSet, *rawFlags) {
 	fs.DurationVar(&r.refillDelay, "refill-delay", 0, "time to clone one warm VM from a pool's golden; a warm miss on a pooled key provisions in the same time")
 	fs.DurationVar(&r.coldDelay, "cold-provision-delay", 0, "time to cold-boot: a claim for an unpooled key, and a new pool's golden")
 	fs.IntVar(&r.refillConc, "refill-concurrency", 8, "warm VMs cloned at once per node")
+	fs.BoolVar(&r.egress, "egress-attachment", false, "serve the egress lane (net egress, the e2b SDK's default create) as if every node had an egress attachment; guests reach the network as this host does. Without it that lane answers 409")
 	fs.IntVar(&r.maxClaims, "max-claims", 0, "live claims per node before 429; 0 is unlimited")
 	fs.IntVar(&r.maxFork, "max-fork-count", 16, "largest count one fork may ask for")
 	fs.DurationVar(&r.defaultTTL, "default-ttl", sandboxd.DefaultTTL, "lease granted for ttl_seconds 0")
@@ -96,7 +97,7 @@ type rawFlags struct {
 	apiToken, apiTokenFile, tenantsFile, pools               string
 	refillDelay, coldDelay, defaultTTL, maxTTL, reapInterval time.Duration
 	echoPorts, tcpEchoPorts                                  string
-	envd                                                     bool
+	envd, egress                                             bool
 	envdSecretFile, envdVersion                              string
 	publish                                                  bool
 	kubeconfig                                               string
@@ -182,6 +183,7 @@ func parseFlags(args []string) (*options, error) {
 		DefaultTTL:         r.defaultTTL,
 		MaxTTL:             r.maxTTL,
 		ReapInterval:       r.reapInterval,
+		EgressAttachment:   r.egress,
 		EchoPorts:          httpEcho,
 		TCPEchoPorts:       tcpEcho,
 		ScratchRoot:        r.scratchDir,

@@ -157,11 +157,15 @@ func TestParseFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := o.fleet
-		if c.Nodes != 3 || string(c.Envd.Secret) != "envd-key" || c.Envd.Version != "0.9.1" || len(c.EchoPorts) != 0 {
+		if c.Nodes != 3 || c.EgressAttachment || string(c.Envd.Secret) != "envd-key" || c.Envd.Version != "0.9.1" || len(c.EchoPorts) != 0 {
 			t.Fatalf("config = %+v (envd %+v)", c, c.Envd)
 		}
 		if len(c.Pools) != 2 || c.Pools[0].Template != "base:24.04" || c.Pools[0].Warm != 4 || c.Pools[1].Template != "py:3.12" || c.Pools[1].Net != "" {
 			t.Fatalf("pools = %+v", c.Pools)
+		}
+		if o, err := parseFlags([]string{"--egress-attachment", "--pools", "base:egress:small=2"}); err != nil ||
+			!o.fleet.EgressAttachment || o.fleet.Pools[0].Net != "egress" {
+			t.Fatalf("--egress-attachment: %+v %v", o, err)
 		}
 		if o, err := parseFlags([]string{"--envd=false"}); err != nil || o.fleet.Envd != nil {
 			t.Fatalf("--envd=false: %+v %v", o, err)

@@ -51,6 +51,9 @@ type Config struct {
 	DefaultTTL         time.Duration
 	MaxTTL             time.Duration
 	ReapInterval       time.Duration
+	// EgressAttachment lets every node serve the egress lane (see
+	// node.Config.EgressAttachment).
+	EgressAttachment bool
 
 	// EchoPorts are the guest ports serving the HTTP echo (HTTP/1.1 and
 	// h2c); nil means [DefaultEchoPort], an empty slice none.
@@ -149,6 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			DefaultTTL:         cfg.DefaultTTL,
 			MaxTTL:             cfg.MaxTTL,
 			ReapInterval:       cfg.ReapInterval,
+			EgressAttachment:   cfg.EgressAttachment,
 			Guests:             guests,
 			EnvdHandler:        envdHandler,
 			ScratchRoot:        root,

@@ -124,6 +124,14 @@ type Config struct {
 	// ReapInterval is how often expired leases are reaped; default 1 s.
 	ReapInterval time.Duration
 
+	// EgressAttachment makes the node serve the egress lane (net
+	// "egress": claims and pools) like a node configured with an egress
+	// attachment; without it that lane answers 409. Nothing is filtered:
+	// the simulated guests' processes reach the network as the host does,
+	// which is the egress lane's promise. The e2b SDK's default create
+	// asks for this lane.
+	EgressAttachment bool
+
 	// Sizes are the accepted size tiers; default DefaultSizes().
 	Sizes map[string]SizeTier
 

@@ -10,7 +10,8 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
-// netEgress is the egress lane; the simulator has no egress attachment.
+// netEgress is the egress lane; the simulator serves it only with
+// Config.EgressAttachment.
 const netEgress = "egress"
 
 // checkKey validates a pool key's axes the way a claim and a pool spec do.
@@ -18,6 +19,7 @@ func (n *Node) checkKey(key sandboxd.PoolKey) *apiError {
 	switch {
 	case key.Template == "":
 		return errorf(http.StatusBadRequest, "template is required")
+	case key.Net == netEgress && n.cfg.EgressAttachment:
 	case key.Net == netEgress:
 		return errorf(http.StatusConflict, "egress requested on a node without an egress attachment")
 	case key.Net != sandboxd.DefaultNet:

@@ -100,14 +100,21 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	aliasFile := writeFile(t, dir, "e2b-aliases", fmt.Sprintf("%s %s\n", aliasBase, imageBase))
 
 	f, err := fleet.Start(context.Background(), fleet.Config{
-		Nodes:       3,
-		RootToken:   token,
-		EchoPorts:   []int{},
-		Envd:        &fleet.EnvdConfig{Secret: []byte(envdSecret)},
-		ScratchRoot: filepath.Join(dir, "scratch"),
-		Publish:     &fleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
+		Nodes:     3,
+		RootToken: token,
+		// The SDK asks for internet access unless told otherwise, which
+		// the surface maps to the egress lane.
+		EgressAttachment: true,
+		EchoPorts:        []int{},
+		Envd:             &fleet.EnvdConfig{Secret: []byte(envdSecret)},
+		ScratchRoot:      filepath.Join(dir, "scratch"),
+		Publish:          &fleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
 		Customize: func(i int, cfg *node.Config) {
-			cfg.Pools = []sandboxd.PoolSpec{{Template: imageBase, Warm: 3}, {Template: imageDirect, Warm: 2}}
+			cfg.Pools = []sandboxd.PoolSpec{
+				{Template: imageBase, Net: "egress", Warm: 3},
+				{Template: imageBase, Net: "none", Warm: 1},
+				{Template: imageDirect, Net: "egress", Warm: 2},
+			}
 		},
 	})
 	if err != nil {
@@ -321,7 +328,7 @@ func waitPublished(t *testing.T, ctx context.Context, c *cluster.Cluster, f *fle
 				return false, err
 			}
 			pools, _ := u.Object["pools"].([]any)
-			if len(pools) < 2 {
+			if len(pools) < 3 {
 				return false, nil
 			}
 			for _, p := range pools {

@@ -1,16 +1,18 @@
 // Package envd is the sandboxd simulator's stand-in for e2b's in-guest
 // daemon: the HTTP server a sandbox exposes on port 49983. It speaks envd's
-// wire contract (REST /health, /files, /envs, /metrics and the ConnectRPC
-// process and filesystem services) closely enough that the unmodified e2b
-// SDK can drive it, but runs commands as ordinary host processes in a
-// per-sandbox scratch directory instead of inside a microVM.
+// wire contract (REST /health, /files, /envs, /metrics, the internal /init
+// and the ConnectRPC process and filesystem services) closely enough that
+// the unmodified e2b SDK can drive it, but runs commands as ordinary host
+// processes in a per-sandbox scratch directory instead of inside a microVM.
 package envd
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"sync"
 
 	"connectrpc.com/connect"
 	"golang.org/x/net/http2"
@@ -32,6 +34,11 @@ type Guest struct {
 	home    *home
 	procs   *processTable
 	handler http.Handler
+
+	// envMu guards envs, the sandbox-wide environment: Config.Envs plus
+	// whatever POST /init merged in since.
+	envMu sync.RWMutex
+	envs  map[string]string
 }
 
 var _ http.Handler = (*Guest)(nil)
@@ -48,11 +55,12 @@ func NewHandler(cfg Config) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Guest{cfg: cfg, home: h, procs: newProcessTable()}
+	g := &Guest{cfg: cfg, home: h, procs: newProcessTable(), envs: maps.Clone(cfg.Envs)}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", g.serveHealth)
 	mux.HandleFunc("GET /envs", g.serveEnvs)
+	mux.HandleFunc("POST /init", g.serveInit)
 	mux.HandleFunc("GET /metrics", g.serveMetrics)
 	mux.HandleFunc("GET /files", g.serveDownload)
 	mux.HandleFunc("POST /files", g.serveUpload)

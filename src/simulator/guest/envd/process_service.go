@@ -186,7 +186,7 @@ func (s *processService) spawnRequest(user string, msg *processpb.StartRequest, 
 	}
 
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.dir, "USER=" + user, "LOGNAME=" + user}
-	env = appendSorted(env, s.guest.cfg.Envs)
+	env = appendSorted(env, s.guest.sandboxEnvs())
 	env = appendSorted(env, cfg.GetEnvs())
 	// A command is a host process: it runs in the host directory the guest
 	// path names (the os.Root check above kept it inside the home), with

@@ -1,6 +1,7 @@
 package envd
 
 import (
+	"maps"
 	"net/http"
 	"runtime"
 	"syscall"
@@ -15,7 +16,14 @@ func (g *Guest) serveHealth(w http.ResponseWriter, _ *http.Request) {
 
 // serveEnvs reports the sandbox-wide environment variables.
 func (g *Guest) serveEnvs(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, g.cfg.Envs)
+	writeJSON(w, http.StatusOK, g.sandboxEnvs())
+}
+
+// sandboxEnvs is a snapshot of the sandbox-wide environment.
+func (g *Guest) sandboxEnvs() map[string]string {
+	g.envMu.RLock()
+	defer g.envMu.RUnlock()
+	return maps.Clone(g.envs)
 }
 
 // metrics is envd's resource-usage document. The simulator has no VM of its

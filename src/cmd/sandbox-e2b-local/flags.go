@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cocoonstack/sandbox-operator/src/mesh"
+)
+
+const usageHeader = `sandbox-e2b-local starts the whole e2b-compatible system on this machine
+with nothing else installed: a simulated sandboxd mesh (--nodes nodes on
+127.0.0.1 that gossip with each other, each sandbox serving an
+envd-compatible guest), a warm pool behind the e2b SDK's default template
+alias "base", the e2b REST surface (--port) and its data plane (--data-plane-port).
+The first --cold-nodes nodes hold no warm VMs, so a claim that enters there
+is redirected by sandboxd to a warm peer.
+
+On stdout it prints shell export lines for the e2b SDK, then "# ready":
+
+  export E2B_API_URL='http://127.0.0.1:3000'
+  ...
+  # ready
+
+Paste the export lines into the shell that runs the SDK (they are valid
+input for eval), and leave this command running.
+
+E2B_API_URL, E2B_API_KEY, E2B_DOMAIN and E2B_SANDBOX_URL are exported;
+E2B_SANDBOX_URL makes the SDK reach every sandbox's envd through the data
+plane with E2b-Sandbox-Id/E2b-Sandbox-Port headers over plain http. Leave
+E2B_DEBUG unset: the SDK's debug mode skips the API altogether.
+
+Each request is logged to stderr on one line (listener, method, path, status,
+duration). SIGINT or SIGTERM stops everything: servers, simulated nodes,
+every guest process, and the temporary directories.
+
+SECURITY: the simulated envd guests execute the commands they are sent as
+ordinary processes on THIS HOST, as the user running sandbox-e2b-local.
+Everything binds 127.0.0.1 by default, and only because of that the API
+serves without an API key (--anonymous, on by default); with any other --host
+pass --anonymous=false, which generates a key and exports it.
+
+Usage: sandbox-e2b-local [flags]
+
+Flags:
+`
+
+// options is the parsed command line.
+type options struct {
+	host            string
+	port, dataPort  int
+	nodes           int
+	coldNodes       int
+	warm            int
+	template        string
+	domain          string
+	anonymous       bool
+	entry           string
+	refillDelay     time.Duration
+	coldDelay       time.Duration
+	refreshInterval time.Duration
+	defaultTimeout  int
+}
+
+func newFlagSet(o *options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sandbox-e2b-local", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&o.host, "host", "127.0.0.1", "address the e2b API and the data plane bind (the simulated nodes always bind 127.0.0.1). Anything but loopback lets others run commands on this host")
+	fs.IntVar(&o.port, "port", 3000, "port of the e2b REST API (E2B_API_URL); 0 picks a free one")
+	fs.IntVar(&o.dataPort, "data-plane-port", 3001, "port of the envd data plane (E2B_SANDBOX_URL); 0 picks a free one")
+	fs.IntVar(&o.nodes, "nodes", 3, "simulated sandboxd nodes in the mesh")
+	fs.IntVar(&o.coldNodes, "cold-nodes", 1, "how many of the nodes hold no warm VMs for the pool (a claim entering there is redirected); fewer than --nodes")
+	fs.IntVar(&o.warm, "warm", 3, "warm VMs each other node keeps for the pool")
+	fs.StringVar(&o.template, "template", "e2b-base:latest", `pool image the SDK's default alias "base" claims from`)
+	fs.StringVar(&o.domain, "domain", "sandbox.localhost", "e2b domain (E2B_DOMAIN); sandbox hosts are {port}-{sandboxID}.{domain}")
+	fs.BoolVar(&o.anonymous, "anonymous", true, "serve the API without an API key, which is allowed only because everything binds loopback (E2B_API_KEY is then a placeholder the SDK insists on); --anonymous=false generates a key and exports it, and is required with a non-loopback --host")
+	fs.StringVar(&o.entry, "claim-entry", "warm", `where a create enters the mesh: "warm" (a node the view says is warm, as sandbox-e2b does) or "round-robin" (every node in turn, so claims entering a cold node exercise sandboxd's redirect)`)
+	fs.DurationVar(&o.refillDelay, "refill-delay", 50*time.Millisecond, "simulated time to clone one warm VM")
+	fs.DurationVar(&o.coldDelay, "cold-provision-delay", 500*time.Millisecond, "simulated time to cold-boot a VM (an unpooled template, a pool's first golden)")
+	fs.DurationVar(&o.refreshInterval, "mesh-refresh-interval", time.Second, "time between refreshes of the mesh view")
+	fs.IntVar(&o.defaultTimeout, "default-timeout", 300, "lease in seconds of a create that names no timeout")
+	return fs
+}
+
+// parseFlags parses and validates args.
+func parseFlags(args []string) (*options, *pflag.FlagSet, error) {
+	o := &options{}
+	fs := newFlagSet(o)
+	if err := fs.Parse(args); err != nil {
+		return nil, fs, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fs, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	switch {
+	case o.host == "":
+		return nil, fs, errors.New("--host: must not be empty")
+	case o.port < 0 || o.port > 65535:
+		return nil, fs, fmt.Errorf("--port: %d is not a port", o.port)
+	case o.dataPort < 0 || o.dataPort > 65535:
+		return nil, fs, fmt.Errorf("--data-plane-port: %d is not a port", o.dataPort)
+	case o.port != 0 && o.port == o.dataPort:
+		return nil, fs, errors.New("--data-plane-port: must differ from --port")
+	case o.nodes < 1:
+		return nil, fs, fmt.Errorf("--nodes: %d must be at least 1", o.nodes)
+	case o.coldNodes < 0 || o.coldNodes >= o.nodes:
+		return nil, fs, fmt.Errorf("--cold-nodes: %d must be at least 0 and fewer than --nodes (%d)", o.coldNodes, o.nodes)
+	case o.warm < 1:
+		return nil, fs, fmt.Errorf("--warm: %d must be at least 1", o.warm)
+	case o.template == "":
+		return nil, fs, errors.New("--template: must not be empty")
+	case o.domain == "":
+		return nil, fs, errors.New("--domain: must not be empty")
+	case o.refillDelay < 0 || o.coldDelay < 0:
+		return nil, fs, errors.New("--refill-delay and --cold-provision-delay must not be negative")
+	case o.refreshInterval <= 0:
+		return nil, fs, fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.refreshInterval)
+	case o.defaultTimeout < 1:
+		return nil, fs, fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
+	}
+	if _, err := o.entryPolicy(); err != nil {
+		return nil, fs, err
+	}
+	if o.anonymous && !isLoopback(o.host) {
+		return nil, fs, fmt.Errorf("--host %s: anonymous access is allowed on loopback only; pass --anonymous=false to require the generated API key", o.host)
+	}
+	return o, fs, nil
+}
+
+func (o *options) entryPolicy() (mesh.EntryPolicy, error) {
+	switch o.entry {
+	case "warm":
+		return mesh.EntryWarmFirst, nil
+	case "round-robin":
+		return mesh.EntryRoundRobin, nil
+	}
+	return 0, fmt.Errorf("--claim-entry: %q is not warm or round-robin", o.entry)
+}
+
+// isLoopback reports whether host names only the loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

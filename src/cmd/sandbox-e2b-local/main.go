@@ -1,0 +1,238 @@
+// Command sandbox-e2b-local runs the whole e2b-compatible system on one
+// machine with nothing else installed — a simulated sandboxd mesh, a warm
+// pool behind the SDK's default template, the e2b surface and its data
+// plane — and prints the environment the e2b SDK needs.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
+	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+)
+
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+
+	// namespace is where every local sandbox lands.
+	namespace = "default"
+	// anonymousKey is what E2B_API_KEY holds with --anonymous: the SDK
+	// refuses to run without some key, and an anonymous surface without a
+	// key file accepts any.
+	anonymousKey = "e2b_anonymous_local"
+	// warmTimeout bounds waiting for the pools to fill before "# ready".
+	warmTimeout = 2 * time.Minute
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parseFlags(args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		fmt.Fprint(stdout, usageHeader)
+		fmt.Fprint(stdout, fs.FlagUsages())
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "sandbox-e2b-local: %v\nRun 'sandbox-e2b-local --help' for the flags.\n", err)
+		return exitUsage
+	}
+	// One writer lock keeps request lines and log records whole.
+	var mu sync.Mutex
+	errOut := &lockedWriter{w: stderr, mu: &mu}
+	logger, err := app.NewLogger(errOut, os.Getenv(app.LogLevelEnv))
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-e2b-local: %v\n", err)
+		return exitUsage
+	}
+	if !isLoopback(o.host) {
+		logger.Warn("serving beyond loopback: anyone with the API key can run commands on this host through the simulated envd guests", "host", o.host)
+	}
+	if err := serve(ctx, o, stdout, logger, requestLog(stderr, &mu)); err != nil {
+		logger.Error("sandbox-e2b-local failed", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serve starts the mesh and the servers, prints the SDK environment and
+// runs until ctx ends.
+func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logger, wrap func(string, http.Handler) http.Handler) error {
+	rootToken, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	secretHex, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	secret := []byte(secretHex)
+	apiKey := anonymousKey
+	if !o.anonymous {
+		k, err := randomHex(20)
+		if err != nil {
+			return err
+		}
+		apiKey = "e2b_" + k
+	}
+
+	// The SDK's default create asks for internet access (the egress
+	// lane); allowInternetAccess: false asks for the isolated one. Both
+	// are pooled.
+	pools := []sandboxd.PoolSpec{
+		{Template: o.template, Net: "egress", Warm: o.warm},
+		{Template: o.template, Net: sandboxd.DefaultNet, Warm: o.warm},
+	}
+	f, err := fleet.Start(context.WithoutCancel(ctx), fleet.Config{
+		Nodes:              o.nodes,
+		ListenHost:         "127.0.0.1",
+		RootToken:          rootToken,
+		Pools:              pools,
+		EgressAttachment:   true,
+		RefillDelay:        o.refillDelay,
+		ColdProvisionDelay: o.coldDelay,
+		MaxTTL:             sandboxd.MaxTTL,
+		Envd:               &fleet.EnvdConfig{Secret: secret},
+		Logger:             logger.With("component", "sandboxd-sim"),
+		Customize: func(i int, cfg *node.Config) {
+			if i < o.coldNodes {
+				cfg.Pools = nil // no warm VMs here: claims entering are redirected
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("simulated mesh: %w", err)
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			logger.Warn("stopping the simulated mesh", "err", err)
+		}
+	}()
+	wctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	for i, n := range f.Nodes() {
+		if i < o.coldNodes {
+			continue
+		}
+		for _, p := range pools {
+			if err := n.WaitWarm(wctx, p.Key(), p.Warm); err != nil {
+				cancel()
+				return fmt.Errorf("node %s never filled its %s pool: %w", n.Name(), p.Key(), err)
+			}
+		}
+	}
+	cancel()
+
+	keys := e2b.APIKeys{}
+	if !o.anonymous {
+		if keys, err = e2b.ParseAPIKeys([]byte(apiKey), namespace); err != nil {
+			return err
+		}
+	}
+	entry, _ := o.entryPolicy()
+	cfg := app.Config{
+		E2B: e2b.Config{
+			Namespace:      namespace,
+			Domain:         o.domain,
+			DefaultTimeout: time.Duration(o.defaultTimeout) * time.Second,
+			Keys:           keys,
+			AllowAnonymous: o.anonymous,
+			Aliases:        map[string]e2b.Template{"base": {Image: o.template, Size: sandboxd.DefaultSize}},
+			EnvdSecret:     secret,
+		},
+		APIAddress:      net.JoinHostPort(o.host, strconv.Itoa(o.port)),
+		ProxyAddress:    net.JoinHostPort(o.host, strconv.Itoa(o.dataPort)),
+		Seeds:           f.Addrs()[:1], // the rest are found through gossip
+		Token:           rootToken,
+		RefreshInterval: o.refreshInterval,
+		Entry:           entry,
+		Wrap:            wrap,
+	}
+	a, err := app.Start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), app.ShutdownTimeout)
+		defer scancel()
+		if err := a.Shutdown(sctx); err != nil {
+			logger.Warn("shutdown", "err", err)
+		}
+	}()
+
+	for _, n := range f.Nodes() {
+		fmt.Fprintf(stdout, "# sandboxd node %s %s\n", n.Name(), n.Addr())
+	}
+	fmt.Fprintf(stdout, "export E2B_API_URL=%s\n", "http://"+urlHost(a.APIAddr()))
+	fmt.Fprintf(stdout, "export E2B_API_KEY=%s\n", apiKey)
+	fmt.Fprintf(stdout, "export E2B_DOMAIN=%s\n", o.domain)
+	fmt.Fprintf(stdout, "export E2B_SANDBOX_URL=%s\n", "http://"+urlHost(a.ProxyAddr()))
+	fmt.Fprintln(stdout, "# ready")
+
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
+	case err := <-a.Err():
+		return err
+	}
+}
+
+// urlHost is the host:port a client on this machine dials for a bound
+// address: a wildcard bind is reached through loopback.
+func urlHost(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	ip := tcp.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// lockedWriter serializes writes that share stderr with the request log.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+)
+
+func TestParseLogLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{"": slog.LevelInfo, " DEBUG ": slog.LevelDebug, "warning": slog.LevelWarn, "error": slog.LevelError} {
+		if got, err := parseLogLevel(in); err != nil || got != want {
+			t.Errorf("parseLogLevel(%q) = %v, %v", in, got, err)
+		}
+	}
+	t.Setenv(logLevelEnv, "chatty")
+	var stderr bytes.Buffer
+	if code := run([]string{"--help"}, &stderr); code != 2 || !strings.Contains(stderr.String(), `OPERATOR_LOG_LEVEL="chatty"`) {
+		t.Errorf("unknown level: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestFlagsMatchTheReference pins every flag of the configuration
+// reference with its default.
+func TestFlagsMatchTheReference(t *testing.T) {
+	fs := newOptions().flagSet()
+	for name, def := range map[string]string{
+		"bind-address": ":8443", "domain": "", "namespace": "default",
+		"tls-cert-file": "", "tls-private-key-file": "", "guest-http2": "false",
+		"e2b-envd-secret-file": "", "sandboxd-token": "", "sandboxd-token-file": "",
+		"inventory-stale-after": "1m30s", "kubeconfig": "",
+	} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("--%s is missing", name)
+			continue
+		}
+		if f.DefValue != def {
+			t.Errorf("--%s defaults to %q, want %q", name, f.DefValue, def)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestStartupRefusesBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	secret := writeFile(t, dir, "secret", "s3cret\n")
+	token := writeFile(t, dir, "token", "root\n")
+	empty := writeFile(t, dir, "empty", "\n")
+	cert, key := writeCert(t, dir)
+	base := []string{"--domain=sandbox.example.com", "--e2b-envd-secret-file=" + secret, "--sandboxd-token-file=" + token}
+	without := func(prefix string) []string {
+		var out []string
+		for _, a := range base {
+			if !strings.HasPrefix(a, prefix) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no domain", without("--domain"), "--domain"},
+		{"url as domain", append(without("--domain"), "--domain=https://x.example.com"), "--domain"},
+		{"no secret file", without("--e2b-envd-secret-file"), "--e2b-envd-secret-file"},
+		{"missing secret file", append(without("--e2b-envd-secret-file"), "--e2b-envd-secret-file="+filepath.Join(dir, "nope")), "--e2b-envd-secret-file"},
+		{"empty secret file", append(without("--e2b-envd-secret-file"), "--e2b-envd-secret-file="+empty), "empty"},
+		{"no token", without("--sandboxd-token-file"), "--sandboxd-token"},
+		{"empty token file", append(without("--sandboxd-token-file"), "--sandboxd-token-file="+empty), "empty"},
+		{"cert without key", append(base, "--tls-cert-file="+cert), "set together"},
+		{"key without cert", append(base, "--tls-private-key-file="+key), "set together"},
+		{"key that is not a key", append(base, "--tls-cert-file="+cert, "--tls-private-key-file="+secret), "--tls-private-key-file"},
+		{"zero stale window", append(base, "--inventory-stale-after=0s"), "--inventory-stale-after"},
+		{"stray argument", append(base, "extra"), "unexpected"},
+	} {
+		var stderr bytes.Buffer
+		code := run(c.args, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming %q", c.name, code, stderr.String(), c.want)
+		}
+		if strings.Contains(stderr.String(), "s3cret") || strings.Contains(stderr.String(), "root\n") {
+			t.Errorf("%s: stderr shows a credential: %q", c.name, stderr.String())
+		}
+	}
+}
+
+// TestServe runs the binary's server over TLS on a fake apiserver's
+// NodeInventory and a simulated fleet: probe, then an HTTP/2 request into
+// the echo guest.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := writeCert(t, dir)
+	f, err := fleet.Start(context.Background(), fleet.Config{
+		Nodes: 1, RootToken: "root", Pools: []sandboxd.PoolSpec{{Template: "base", Warm: 1}}, RefillDelay: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	root, _ := sandboxd.New(f.Node(0).Addr(), sandboxd.WithToken("root"))
+	cl, err := root.Claim(context.Background(), sandboxd.ClaimRequest{Template: "base", ClaimRef: "default/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// An unstructured-only scheme: the informer lists what a real
+	// apiserver would serve.
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{v1beta1.NodeInventoryGVR: v1beta1.NodeInventoryListKind})
+	inv := inventorytest.ToUnstructured(t, inventorytest.FromSnapshot(f.Node(0).Snapshot(), time.Now()))
+	if _, err := dyn.Resource(v1beta1.NodeInventoryGVR).Create(context.Background(), inv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	o := newOptions()
+	o.domain = "sandbox.example.com"
+	o.tlsCertFile, o.tlsKeyFile = certFile, keyFile
+	o.secretFile = writeFile(t, dir, "secret", "s3cret")
+	o.token.Token = "root"
+	creds, err := o.loadCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, slog.New(slog.DiscardHandler), o, creds, dyn, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+
+	pool := x509.NewCertPool()
+	certPEM, _ := os.ReadFile(certFile)
+	pool.AppendCertsFromPEM(certPEM)
+	tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "x.sandbox.example.com"}}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	base := "https://" + ln.Addr().String()
+
+	inventorytest.Eventually(t, "ready", func() bool {
+		resp, err := hc.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	mac := hmac.New(sha256.New, []byte("s3cret"))
+	mac.Write([]byte(cl.Token))
+	req, _ := http.NewRequest(http.MethodGet, base+"/via-binary", nil)
+	req.Host = "8080-" + strings.Replace(cl.ID, "_", "-", 1) + ".sandbox.example.com"
+	req.Header.Set("X-Access-Token", hex.EncodeToString(mac.Sum(nil)))
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || !strings.Contains(string(body), `"path":"/via-binary"`) {
+		t.Fatalf("%s %d %s", resp.Proto, resp.StatusCode, body)
+	}
+}
+
+func TestCertFilesReload(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := writeCert(t, dir)
+	c, err := loadCertFiles(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	first, _ := c.GetCertificate(nil)
+	// A rotated pair is picked up at the next check, not before.
+	later := time.Now().Add(time.Hour)
+	newCert, newKey := writeCert(t, t.TempDir())
+	for _, p := range [][2]string{{newCert, certFile}, {newKey, keyFile}} {
+		b, _ := os.ReadFile(p[0])
+		_ = os.WriteFile(p[1], b, 0o600)
+		_ = os.Chtimes(p[1], later, later)
+	}
+	if got, _ := c.GetCertificate(nil); got != first {
+		t.Fatal("reloaded before the check interval")
+	}
+	now = now.Add(certReloadInterval)
+	if got, _ := c.GetCertificate(nil); got == first {
+		t.Fatal("rotated certificate not picked up")
+	}
+	// A broken rotation keeps the last good pair.
+	good, _ := c.GetCertificate(nil)
+	_ = os.WriteFile(keyFile, []byte("garbage"), 0o600)
+	_ = os.Chtimes(keyFile, later.Add(time.Hour), later.Add(time.Hour))
+	now = now.Add(certReloadInterval)
+	if got, _ := c.GetCertificate(nil); got != good {
+		t.Fatal("a broken key replaced the serving certificate")
+	}
+}
+
+// writeCert writes a self-signed wildcard pair for *.sandbox.example.com.
+func writeCert(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "*.sandbox.example.com"},
+		DNSNames: []string{"*.sandbox.example.com"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile := writeFile(t, dir, "tls.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile := writeFile(t, dir, "tls.key", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	return certFile, keyFile
+}

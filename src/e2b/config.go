@@ -1,0 +1,217 @@
+package e2b
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// Config is a validated surface configuration (see Options.Config).
+type Config struct {
+	// Namespace is where a key that names none, and an anonymous caller,
+	// claims.
+	Namespace string
+	// Domain is returned as every sandbox's domain.
+	Domain string
+	// EnvdVersion is reported to the SDK; DefaultEnvdVersion when empty.
+	EnvdVersion string
+	// DefaultTimeout is the lease of a create without a timeout and of a
+	// refresh; DefaultTimeoutSeconds when zero.
+	DefaultTimeout time.Duration
+	// Keys are the accepted API keys. Required unless AllowAnonymous.
+	Keys APIKeys
+	// AllowAnonymous serves callers without a key, in Namespace.
+	AllowAnonymous bool
+	// Aliases maps template aliases to pool images and sizes.
+	Aliases map[string]Template
+	// EnvdSecret keys every envd access token. Required.
+	EnvdSecret []byte
+
+	// Optional tuning; zero values take the defaults.
+
+	// MaxTracked bounds the sandboxes whose metadata this process keeps.
+	MaxTracked int
+	// RetryAfterSeconds is the hint sent with a 429 (drained pool).
+	RetryAfterSeconds int
+	// RequestTimeout bounds the fleet work of one request.
+	RequestTimeout time.Duration
+	// InitTimeout bounds the envd /init call that hands over env vars.
+	InitTimeout time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Config's tuning fields.
+const (
+	DefaultMaxTracked        = 100000
+	DefaultRetryAfterSeconds = 1
+	DefaultRequestTimeout    = 60 * time.Second
+	DefaultInitTimeout       = 15 * time.Second
+)
+
+// Template is what an alias resolves to: a pool image and a size.
+type Template struct {
+	Image string
+	Size  string
+}
+
+// APIKeys maps SHA-256 digests of accepted keys to their namespaces. A key
+// is looked up by its digest, so the lookup time does not depend on how
+// much of a presented key matches a real one, and keys are never kept in
+// the clear.
+type APIKeys struct {
+	byDigest map[[sha256.Size]byte]string
+}
+
+// Len is how many keys are accepted.
+func (k APIKeys) Len() int { return len(k.byDigest) }
+
+// Namespace returns the namespace of key, if key is accepted.
+func (k APIKeys) Namespace(key string) (string, bool) {
+	if key == "" || k.byDigest == nil {
+		return "", false
+	}
+	ns, ok := k.byDigest[sha256.Sum256([]byte(key))]
+	return ns, ok
+}
+
+// ParseAPIKeys parses a key file: one key per line, optionally followed by
+// the namespace it claims in (defaultNamespace otherwise). Blank lines and
+// lines starting with # are skipped. Errors name the line number, never
+// the key.
+func ParseAPIKeys(data []byte, defaultNamespace string) (APIKeys, error) {
+	keys := APIKeys{byDigest: map[[sha256.Size]byte]string{}}
+	err := eachLine(data, func(n int, fields []string) error {
+		if len(fields) > 2 {
+			return fmt.Errorf("line %d: want 'key' or 'key namespace', got %d fields", n, len(fields))
+		}
+		ns := defaultNamespace
+		if len(fields) == 2 {
+			ns = fields[1]
+		}
+		if err := validNamespace(ns); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		d := sha256.Sum256([]byte(fields[0]))
+		if prev, dup := keys.byDigest[d]; dup && prev != ns {
+			return fmt.Errorf("line %d: the key is listed earlier with another namespace", n)
+		}
+		keys.byDigest[d] = ns
+		return nil
+	})
+	if err != nil {
+		return APIKeys{}, err
+	}
+	if len(keys.byDigest) == 0 {
+		return APIKeys{}, errors.New("no keys in the file")
+	}
+	return keys, nil
+}
+
+// ParseAliases parses an alias file: one 'alias pool-image [size]' per
+// line; size defaults to small. Blank lines and # comments are skipped.
+func ParseAliases(data []byte) (map[string]Template, error) {
+	out := map[string]Template{}
+	err := eachLine(data, func(n int, fields []string) error {
+		if len(fields) < 2 || len(fields) > 3 {
+			return fmt.Errorf("line %d: want 'alias pool-image [size]', got %d fields", n, len(fields))
+		}
+		t := Template{Image: fields[1], Size: sandboxd.DefaultSize}
+		if len(fields) == 3 {
+			t.Size = fields[2]
+		}
+		if _, dup := out[fields[0]]; dup {
+			return fmt.Errorf("line %d: alias %q is defined twice", n, fields[0])
+		}
+		out[fields[0]] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachLine calls fn with the whitespace-separated fields of every line
+// that is neither blank nor a # comment, and its 1-based number.
+func eachLine(data []byte, fn func(n int, fields []string) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), maxListFileBytes)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := fn(n, strings.Fields(line)); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", n+1, err)
+	}
+	return nil
+}
+
+func validNamespace(ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("invalid namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// withDefaults validates cfg and fills its zero values.
+func (c Config) withDefaults() (Config, error) {
+	if c.Domain == "" {
+		return c, errors.New("e2b: Config.Domain is required")
+	}
+	if len(c.EnvdSecret) == 0 {
+		return c, errors.New("e2b: Config.EnvdSecret is required")
+	}
+	if c.Keys.Len() == 0 && !c.AllowAnonymous {
+		return c, errors.New("e2b: Config.Keys is required unless AllowAnonymous")
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if err := validNamespace(c.Namespace); err != nil {
+		return c, fmt.Errorf("e2b: Config.Namespace: %w", err)
+	}
+	if c.EnvdVersion == "" {
+		c.EnvdVersion = DefaultEnvdVersion
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = DefaultTimeoutSeconds * time.Second
+	}
+	if c.MaxTracked <= 0 {
+		c.MaxTracked = DefaultMaxTracked
+	}
+	if c.RetryAfterSeconds <= 0 {
+		c.RetryAfterSeconds = DefaultRetryAfterSeconds
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.InitTimeout <= 0 {
+		c.InitTimeout = DefaultInitTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}

@@ -1,0 +1,239 @@
+package e2b
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// maxRefreshSeconds is e2b's bound on a refresh's duration.
+const maxRefreshSeconds = 3600
+
+// renew sets the sandbox's lease to ttl seconds from now on its node and
+// keeps the metadata for as long.
+func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb Sandbox, ttl int) bool {
+	deadline, err := s.fleet.Renew(r.Context(), sb, ttl)
+	if err != nil {
+		s.fleetError(w, err, "renew")
+		return false
+	}
+	s.tracked.extend(sb.ID, deadline)
+	return true
+}
+
+// setTimeout is POST /sandboxes/{id}/timeout: the sandbox expires timeout
+// seconds from now, sooner or later than before. sandboxd reads a lease of
+// 0 as its default, so a timeout of 0 asks for the shortest lease it
+// grants, one second.
+func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, c caller) {
+	var req timeoutRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if req.Timeout == nil || *req.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "timeout is required and must not be negative")
+		return
+	}
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	if s.renew(w, r, sb, max(*req.Timeout, 1)) {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// refresh is POST /sandboxes/{id}/refreshes: the lease becomes duration
+// seconds, or the default timeout when it names none.
+func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c caller) {
+	var req refreshRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	ttl := int(s.cfg.DefaultTimeout / time.Second)
+	if req.Duration != nil {
+		if *req.Duration < 0 || *req.Duration > maxRefreshSeconds {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("duration must be 0-%d seconds", maxRefreshSeconds))
+			return
+		}
+		if *req.Duration > 0 {
+			ttl = *req.Duration
+		}
+	}
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	if s.renew(w, r, sb, ttl) {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// pause is POST /sandboxes/{id}/pause (sandboxd hibernate). Pausing a
+// paused sandbox is 409, which the SDK reads as "already paused". A node
+// that cannot hibernate the sandbox at all (the egress lane, volumes)
+// answers 400: the request can never succeed, and a 409 would make the
+// SDK report it as paused.
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, c caller) {
+	var req pauseRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	if sb.Paused {
+		writeError(w, http.StatusConflict, "sandbox is already paused")
+		return
+	}
+	if err := s.fleet.Pause(r.Context(), sb); err != nil {
+		var apiErr *sandboxd.APIError
+		if errors.Is(err, sandboxd.ErrConflict) {
+			msg := "this sandbox cannot be paused"
+			if errors.As(err, &apiErr) && apiErr.Message != "" {
+				msg += ": " + apiErr.Message
+			}
+			writeError(w, http.StatusBadRequest, msg)
+			return
+		}
+		s.fleetError(w, err, "pause")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// resume is the deprecated POST /sandboxes/{id}/resume: wake a paused
+// sandbox (409 when it runs) with a fresh lease.
+func (s *Server) resume(w http.ResponseWriter, r *http.Request, c caller) {
+	var req resumeRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	if req.Timeout != nil && *req.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "timeout must not be negative")
+		return
+	}
+	if req.AutoPause != nil && *req.AutoPause {
+		writeError(w, http.StatusBadRequest, "autoPause is not supported")
+		return
+	}
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	if !sb.Paused {
+		writeError(w, http.StatusConflict, "sandbox is not paused")
+		return
+	}
+	if err := s.fleet.Resume(r.Context(), sb); err != nil {
+		s.fleetError(w, err, "resume")
+		return
+	}
+	ttl := int(s.cfg.DefaultTimeout / time.Second)
+	if req.Timeout != nil && *req.Timeout > 0 {
+		ttl = *req.Timeout
+	}
+	if !s.renew(w, r, sb, ttl) {
+		return
+	}
+	s.answerWithToken(w, r, sb, http.StatusCreated)
+}
+
+// connect is POST /v2/sandboxes/{id}/connect: wake the sandbox if paused
+// (201) or leave it running (200), extend (never shorten) its lease to
+// timeout seconds from now, and hand back its envd access token.
+func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
+	var req connectRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	if req.Timeout != nil && *req.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "timeout must not be negative")
+		return
+	}
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	status := http.StatusOK
+	if sb.Paused {
+		if err := s.fleet.Resume(r.Context(), sb); err != nil {
+			s.fleetError(w, err, "resume")
+			return
+		}
+		status = http.StatusCreated
+	}
+	if req.Timeout != nil && *req.Timeout > 0 {
+		want := s.cfg.Now().Add(time.Duration(*req.Timeout) * time.Second)
+		if want.After(sb.Deadline) && !s.renew(w, r, sb, *req.Timeout) {
+			return
+		}
+	}
+	s.answerWithToken(w, r, sb, status)
+}
+
+// answerWithToken answers e2b's Sandbox with the envd access token, which
+// derives from the claim token the node keeps (read with the root token).
+func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb Sandbox, status int) {
+	access, err := s.accessToken(r, sb)
+	if err != nil {
+		s.fleetError(w, err, "read the sandbox's token")
+		return
+	}
+	var recp *record
+	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
+		recp = &rec
+	}
+	writeJSON(w, status, s.sandboxResponse(sb, s.aliasFor(sb.Key, recp), access))
+}
+
+// errNoClaimToken is a node that answered the per-id read without the
+// sandbox's token: the fleet token is not the node's root api_token.
+var errNoClaimToken = errors.New("the node did not return the sandbox's token; the fleet sandboxd token must be the nodes' root api_token")
+
+func (s *Server) accessToken(r *http.Request, sb Sandbox) (string, error) {
+	cl, err := s.fleet.Node(sb)
+	if err != nil {
+		return "", err
+	}
+	row, err := cl.Sandbox(r.Context(), sb.ID)
+	if err != nil {
+		return "", err
+	}
+	if row.Token == "" {
+		return "", errNoClaimToken
+	}
+	return envdtoken.Derive(s.cfg.EnvdSecret, row.Token), nil
+}
+
+// metrics is GET /sandboxes/{id}/metrics: one point, the node's current
+// reading. sandboxd measures no CPU or disk use, so those are 0.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c caller) {
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	cl, err := s.fleet.Node(sb)
+	if err != nil {
+		s.fleetError(w, err, "read metrics")
+		return
+	}
+	st, err := cl.Stats(r.Context(), sb.ID)
+	if err != nil {
+		s.fleetError(w, err, "read metrics")
+		return
+	}
+	at := st.MeasuredAt
+	if at.IsZero() {
+		at = s.cfg.Now()
+	}
+	writeJSON(w, http.StatusOK, []sandboxMetric{{
+		Timestamp: at.UTC(), TimestampUnix: at.Unix(), CPUCount: st.CPUCount,
+		MemUsed: st.MemUsedBytes, MemTotal: st.MemTotalBytes,
+	}})
+}

@@ -1,0 +1,146 @@
+package e2b
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+)
+
+// Defaults of the surface's flags.
+const (
+	DefaultBindAddress = ":8080"
+	DefaultNamespace   = "default"
+	// DefaultEnvdVersion is reported when --e2b-envd-version is empty; it
+	// is the envd release the e2b-rt image ships.
+	DefaultEnvdVersion = "0.8.0"
+	// DefaultTimeoutSeconds is the lease of a create that names no timeout
+	// when --e2b-default-timeout is 0.
+	DefaultTimeoutSeconds = 300
+
+	// maxListFileBytes bounds the key and alias files: they are a few
+	// lines each, and a mistaken path must not be read whole.
+	maxListFileBytes = 1 << 20
+)
+
+// Options are the surface's command-line flags. sandbox-apiserver adds
+// --enable-e2b-api itself and builds a Config from these only when it is
+// set.
+type Options struct {
+	BindAddress       string
+	Namespace         string
+	Domain            string
+	EnvdVersion       string
+	DefaultTimeout    int
+	APIKeyFile        string
+	AllowAnonymous    bool
+	TemplateAliasFile string
+	EnvdSecretFile    string
+}
+
+// NewOptions returns the flag defaults.
+func NewOptions() *Options {
+	return &Options{BindAddress: DefaultBindAddress, Namespace: DefaultNamespace}
+}
+
+// AddFlags registers every --e2b-* flag but --enable-e2b-api and the build
+// flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.BindAddress, "e2b-bind-address", o.BindAddress,
+		"Address the e2b-compatible surface listens on.")
+	fs.StringVar(&o.Namespace, "e2b-namespace", o.Namespace,
+		"Namespace a key that names none claims in, and where anonymous claims land; e2b has no namespace concept.")
+	fs.StringVar(&o.Domain, "e2b-domain", o.Domain,
+		"Base domain the SDK derives the in-sandbox envd host from, as {port}-{sandboxID}.{domain}. Required whenever the surface is served.")
+	fs.StringVar(&o.EnvdVersion, "e2b-envd-version", o.EnvdVersion,
+		"envd version reported to the SDK (0.8.0 when empty). It must name the envd installed in the pool's image: the SDK version-compares it.")
+	fs.IntVar(&o.DefaultTimeout, "e2b-default-timeout", o.DefaultTimeout,
+		"Lease in seconds granted to a create that names no timeout, and the lease an SDK refresh renews for (300 when 0).")
+	fs.StringVar(&o.APIKeyFile, "e2b-api-key-file", o.APIKeyFile,
+		"Path to a file (Secret mount) of accepted e2b API keys, one per line as 'key' or 'key namespace', presented by the SDK as X-API-KEY; a key sees only its namespace's sandboxes and snapshots (--e2b-namespace when none is given).")
+	fs.BoolVar(&o.AllowAnonymous, "e2b-allow-anonymous", o.AllowAnonymous,
+		"Serve the e2b surface with NO API key. Development only: it leaves the claim endpoint open to anyone who can reach the port.")
+	fs.StringVar(&o.TemplateAliasFile, "e2b-template-alias-file", o.TemplateAliasFile,
+		"Path to a file of e2b template aliases, one per line as 'alias pool-image [size]' (size small when none is given), so a create naming the alias (the SDK's default is base) claims from that image's pool.")
+	fs.StringVar(&o.EnvdSecretFile, "e2b-envd-secret-file", o.EnvdSecretFile,
+		"Path to a file (Secret mount) holding the key every sandbox's envd access token derives from; the e2b surface and the envd-proxy must read the same one. Required with --enable-e2b-api.")
+}
+
+// Config validates the options and reads the files they name. Each error
+// names the flag that fixes it.
+func (o *Options) Config() (Config, error) {
+	if o.Domain == "" {
+		return Config{}, errors.New("--e2b-domain is required with --enable-e2b-api: without it a created sandbox has no reachable data plane")
+	}
+	if o.EnvdSecretFile == "" {
+		return Config{}, errors.New("--e2b-envd-secret-file is required with --enable-e2b-api: the envd access tokens derive from it")
+	}
+	if o.APIKeyFile == "" && !o.AllowAnonymous {
+		return Config{}, errors.New("set --e2b-api-key-file (or, for development only, --e2b-allow-anonymous): the e2b surface refuses to serve without API keys")
+	}
+	if o.DefaultTimeout < 0 {
+		return Config{}, fmt.Errorf("--e2b-default-timeout must not be negative, got %d", o.DefaultTimeout)
+	}
+	if o.BindAddress == "" {
+		return Config{}, errors.New("--e2b-bind-address must not be empty")
+	}
+	if err := validNamespace(o.Namespace); err != nil {
+		return Config{}, fmt.Errorf("--e2b-namespace: %w", err)
+	}
+	secret, err := envdtoken.ReadSecretFile(o.EnvdSecretFile)
+	if err != nil {
+		return Config{}, fmt.Errorf("--e2b-envd-secret-file: %w", err)
+	}
+	cfg := Config{
+		Namespace:      o.Namespace,
+		Domain:         o.Domain,
+		EnvdVersion:    o.EnvdVersion,
+		DefaultTimeout: time.Duration(o.DefaultTimeout) * time.Second,
+		AllowAnonymous: o.AllowAnonymous,
+		EnvdSecret:     secret,
+	}
+	if o.APIKeyFile != "" {
+		raw, err := readListFile(o.APIKeyFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("--e2b-api-key-file: %w", err)
+		}
+		keys, err := ParseAPIKeys(raw, o.Namespace)
+		if err != nil {
+			return Config{}, fmt.Errorf("--e2b-api-key-file %s: %w", o.APIKeyFile, err)
+		}
+		cfg.Keys = keys
+	}
+	if o.TemplateAliasFile != "" {
+		raw, err := readListFile(o.TemplateAliasFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("--e2b-template-alias-file: %w", err)
+		}
+		aliases, err := ParseAliases(raw)
+		if err != nil {
+			return Config{}, fmt.Errorf("--e2b-template-alias-file %s: %w", o.TemplateAliasFile, err)
+		}
+		cfg.Aliases = aliases
+	}
+	return cfg, nil
+}
+
+func readListFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, maxListFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(buf) > maxListFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxListFileBytes)
+	}
+	return buf, nil
+}

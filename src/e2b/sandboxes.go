@@ -1,0 +1,457 @@
+package e2b
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// Net lanes a create maps allow_internet_access onto (sandboxd's pool key
+// net axis).
+const (
+	// NetEgress is the lane with internet egress: e2b's default.
+	NetEgress = "egress"
+	// NetNone is the lane with no NIC at all.
+	NetNone = "none"
+)
+
+// sizeResources are the resources e2b reports for a pool size when the
+// node is not asked (lists); a GET reads the node's own figures.
+var sizeResources = map[string]struct{ cpu, memMB int }{
+	"small":  {1, 1024},
+	"medium": {2, 2048},
+	"large":  {4, 8192},
+	"xlarge": {8, 16384},
+}
+
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller) {
+	var req newSandboxRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if msg := validateCreate(&req); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	ttl := int(s.cfg.DefaultTimeout / time.Second)
+	if req.Timeout != nil && *req.Timeout > 0 {
+		ttl = *req.Timeout
+	}
+	key, alias := s.resolveTemplate(req.TemplateID)
+	if alias == "" && strings.HasPrefix(req.TemplateID, checkpointPrefix) {
+		writeError(w, http.StatusBadRequest, "creating a sandbox from a snapshot is not supported")
+		return
+	}
+	key.Net = NetEgress
+	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+		key.Net = NetNone
+	}
+
+	claimed, err := s.fleet.Claim(r.Context(), ClaimRequest{
+		Namespace: c.namespace, Name: claimName(), Key: key, TTLSeconds: ttl,
+	})
+	if err != nil {
+		s.fleetError(w, err, "claim")
+		return
+	}
+	access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.ClaimToken)
+	if len(req.EnvVars) > 0 {
+		if err := s.initEnv(r.Context(), claimed, access, req.EnvVars); err != nil {
+			s.log.Warn("e2b create: handing env vars to envd failed; releasing the sandbox", "sandbox", claimed.ID, "err", err)
+			s.releaseQuietly(claimed.Sandbox)
+			writeError(w, http.StatusBadGateway, "the sandbox's envd did not take its environment variables; nothing was created")
+			return
+		}
+	}
+	s.tracked.put(claimed.ID, record{
+		namespace: c.namespace, templateID: req.TemplateID, alias: alias,
+		metadata: req.Metadata, internet: req.AllowInternetAccess, deadline: claimed.Deadline,
+	})
+	writeJSON(w, http.StatusCreated, s.sandboxResponse(claimed.Sandbox, alias, access))
+}
+
+// validateCreate refuses what the fleet cannot honour, so no VM is spent
+// on a create that would not do what it asked. It returns the 400 message.
+func validateCreate(req *newSandboxRequest) string {
+	switch {
+	case strings.TrimSpace(req.TemplateID) == "":
+		return "templateID is required"
+	case req.Timeout != nil && *req.Timeout < 0:
+		return fmt.Sprintf("timeout must not be negative, got %d", *req.Timeout)
+	case req.AutoPause != nil && *req.AutoPause:
+		return "autoPause is not supported: a sandbox is removed when its timeout passes (pause it explicitly instead)"
+	case isSet(req.VolumeMounts):
+		return "volumeMounts are not supported"
+	case isSet(req.IAM):
+		return "iam tokens are not supported"
+	case isSet(req.AutoResume) && !strings.Contains(strings.ReplaceAll(string(req.AutoResume), " ", ""), `"enabled":false`):
+		return "autoResume is not supported"
+	}
+	if n := req.Network; n != nil {
+		if len(n.AllowOut) > 0 || len(n.DenyOut) > 0 || isSet(n.Rules) || isSet(n.EgressProxy) || (n.MaskRequestHost != nil && *n.MaskRequestHost != "") {
+			return "network egress rules are not supported: set allow_internet_access to choose between the egress and the isolated lane"
+		}
+	}
+	size := 0
+	for k, v := range req.Metadata {
+		size += len(k) + len(v)
+	}
+	if size > maxMetadataBytes {
+		return fmt.Sprintf("metadata is larger than %d bytes", maxMetadataBytes)
+	}
+	for k := range req.EnvVars {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Sprintf("invalid environment variable name %q", k)
+		}
+	}
+	return ""
+}
+
+func isSet(raw []byte) bool {
+	t := strings.TrimSpace(string(raw))
+	return t != "" && t != "null" && t != "{}" && t != "[]"
+}
+
+// resolveTemplate maps a templateID to a pool key: an alias of the alias
+// file, else the id itself as the pool image at size small.
+func (s *Server) resolveTemplate(templateID string) (key sandboxd.PoolKey, alias string) {
+	if t, ok := s.cfg.Aliases[templateID]; ok {
+		return sandboxd.PoolKey{Template: t.Image, Size: t.Size}, templateID
+	}
+	return sandboxd.PoolKey{Template: templateID, Size: sandboxd.DefaultSize}, ""
+}
+
+// aliasFor is the alias a sandbox of key was created through: the one this
+// process remembers, else the first alias (by name) that names key's image
+// and size, so every replica reports the same one.
+func (s *Server) aliasFor(key sandboxd.PoolKey, rec *record) string {
+	if rec != nil && rec.alias != "" {
+		return rec.alias
+	}
+	size := cmp.Or(key.Size, sandboxd.DefaultSize)
+	var found []string
+	for a, t := range s.cfg.Aliases {
+		if t.Image == key.Template && t.Size == size {
+			found = append(found, a)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	slices.Sort(found)
+	return found[0]
+}
+
+func (s *Server) sandboxResponse(sb Sandbox, alias, access string) sandboxResponse {
+	return sandboxResponse{
+		TemplateID: sb.Key.Template, SandboxID: dnsID(sb.ID), Alias: alias, ClientID: clientID,
+		EnvdVersion: s.cfg.EnvdVersion, EnvdAccessToken: access, Domain: s.cfg.Domain,
+	}
+}
+
+// releaseQuietly releases a sandbox the surface is abandoning, on its own
+// deadline so a canceled request still cleans up.
+func (s *Server) releaseQuietly(sb Sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.InitTimeout)
+	defer cancel()
+	if err := s.fleet.Release(ctx, sb); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, sandboxd.ErrNotFound) {
+		s.log.Error("e2b: could not release an abandoned sandbox; its lease will reap it", "sandbox", sb.ID, "err", err)
+	}
+	s.tracked.drop(sb.ID)
+}
+
+// listed renders a sandbox for a list or get.
+func (s *Server) listed(sb Sandbox) listedSandbox {
+	var recp *record
+	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
+		recp = &rec
+	}
+	size := cmp.Or(sb.Key.Size, sandboxd.DefaultSize)
+	res, ok := sizeResources[size]
+	if !ok {
+		res = sizeResources[sandboxd.DefaultSize]
+	}
+	out := listedSandbox{
+		TemplateID: sb.Key.Template, Alias: s.aliasFor(sb.Key, recp), SandboxID: dnsID(sb.ID),
+		ClientID: clientID, StartedAt: sb.ClaimedAt.UTC(), EndAt: sb.Deadline.UTC(),
+		CPUCount: res.cpu, MemoryMB: res.memMB, State: stateRunning, EnvdVersion: s.cfg.EnvdVersion,
+		Metadata: map[string]string{},
+	}
+	if sb.Paused {
+		out.State = statePaused
+	}
+	if recp != nil && recp.metadata != nil {
+		out.Metadata = recp.metadata
+	}
+	return out
+}
+
+// listFilter is a list's query: metadata pairs, states, start time and
+// template.
+type listFilter struct {
+	metadata     map[string]string
+	states       map[string]bool
+	startedAfter time.Time
+	template     string
+}
+
+func (f *listFilter) match(s *Server, l *listedSandbox) bool {
+	if !f.states[l.State] {
+		return false
+	}
+	if !f.startedAfter.IsZero() && l.StartedAt.Before(f.startedAfter) {
+		return false
+	}
+	if f.template != "" && f.template != l.TemplateID && f.template != l.Alias {
+		if t, ok := s.cfg.Aliases[f.template]; !ok || t.Image != l.TemplateID {
+			return false
+		}
+	}
+	for k, v := range f.metadata {
+		if got, ok := l.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// parseMetadataQuery decodes e2b's metadata filter: a query string
+// ("user=abc&app=prod") whose keys and values are each URL-encoded once
+// more.
+func parseMetadataQuery(raw string) (map[string]string, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid metadata query: %w", err)
+	}
+	out := make(map[string]string, len(q))
+	for k, vs := range q {
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			return nil, fmt.Errorf("invalid metadata key %q: %w", k, err)
+		}
+		val, err := url.QueryUnescape(vs[len(vs)-1])
+		if err != nil {
+			return nil, fmt.Errorf("invalid metadata value for %q: %w", key, err)
+		}
+		out[key] = val
+	}
+	return out, nil
+}
+
+// listAll returns the caller's sandboxes that pass f, sorted by start
+// time (then id) in the given direction.
+func (s *Server) listAll(ctx context.Context, c caller, f *listFilter, desc bool) ([]listedSandbox, error) {
+	sbs, err := s.fleet.List(ctx, c.namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listedSandbox, 0, len(sbs))
+	for _, sb := range sbs {
+		if sb.Namespace != c.namespace {
+			continue // a fleet must scope; never trust it to
+		}
+		l := s.listed(sb)
+		if f.match(s, &l) {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b listedSandbox) int {
+		c := cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.SandboxID, b.SandboxID))
+		if desc {
+			return -c
+		}
+		return c
+	})
+	return out, nil
+}
+
+// listSandboxesV1 is GET /sandboxes: the running sandboxes, unpaginated.
+func (s *Server) listSandboxesV1(w http.ResponseWriter, r *http.Request, c caller) {
+	md, err := parseMetadataQuery(r.URL.Query().Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f := &listFilter{metadata: md, states: map[string]bool{stateRunning: true}}
+	out, err := s.listAll(r.Context(), c, f, false)
+	if err != nil {
+		s.fleetError(w, err, "list")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listSandboxesV2 is GET /v2/sandboxes: state filter, order and
+// pagination by an opaque cursor in x-next-token.
+func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c caller) {
+	q := r.URL.Query()
+	md, err := parseMetadataQuery(q.Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f := &listFilter{metadata: md, states: map[string]bool{}, template: q.Get("template")}
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			if st != stateRunning && st != statePaused {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid state %q: want running or paused", st))
+				return
+			}
+			f.states[st] = true
+		}
+	}
+	if len(f.states) == 0 {
+		f.states[stateRunning], f.states[statePaused] = true, true
+	}
+	if v := q.Get("startedAfter"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "startedAfter must be an RFC 3339 timestamp")
+			return
+		}
+		f.startedAfter = t
+	}
+	desc := true
+	switch q.Get("order") {
+	case "", "desc":
+	case "asc":
+		desc = false
+	default:
+		writeError(w, http.StatusBadRequest, "order must be asc or desc")
+		return
+	}
+	limit, ok := parseLimit(w, q.Get("limit"))
+	if !ok {
+		return
+	}
+	var after *cursor
+	if v := q.Get("nextToken"); v != "" {
+		cur, err := parseCursor(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid nextToken")
+			return
+		}
+		after = &cur
+	}
+	all, err := s.listAll(r.Context(), c, f, desc)
+	if err != nil {
+		s.fleetError(w, err, "list")
+		return
+	}
+	start := 0
+	if after != nil {
+		start = len(all)
+		for i := range all {
+			if after.before(all[i].StartedAt, all[i].SandboxID, desc) {
+				start = i
+				break
+			}
+		}
+	}
+	page := all[start:min(start+limit, len(all))]
+	if start+limit < len(all) {
+		last := page[len(page)-1]
+		w.Header().Set("X-Next-Token", cursor{at: last.StartedAt, id: last.SandboxID}.String())
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func parseLimit(w http.ResponseWriter, raw string) (int, bool) {
+	if raw == "" {
+		return 100, true
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > 100 {
+		writeError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
+		return 0, false
+	}
+	return n, true
+}
+
+// cursor is the last item of a page: its start time and id. The next page
+// starts after it in the list's order, so items created or removed
+// between pages never shift it.
+type cursor struct {
+	at time.Time
+	id string
+}
+
+func (c cursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.at.UnixNano(), 10) + "," + c.id))
+}
+
+func parseCursor(s string) (cursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, err
+	}
+	ns, id, ok := strings.Cut(string(raw), ",")
+	if !ok || id == "" {
+		return cursor{}, errors.New("malformed cursor")
+	}
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if err != nil {
+		return cursor{}, err
+	}
+	return cursor{at: time.Unix(0, n).UTC(), id: id}, nil
+}
+
+// before reports whether the item (at, id) comes after the cursor.
+func (c cursor) before(at time.Time, id string, desc bool) bool {
+	o := cmp.Or(at.Compare(c.at), strings.Compare(id, c.id))
+	if desc {
+		return o < 0
+	}
+	return o > 0
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	d := sandboxDetail{listedSandbox: s.listed(sb), Domain: s.cfg.Domain}
+	if rec, ok := s.tracked.get(c.namespace, sb.ID); ok {
+		d.AllowInternetAccess = rec.internet
+	}
+	// The node knows the sandbox's real size; a failed read keeps the
+	// size table's figures rather than failing the read.
+	if cl, err := s.fleet.Node(sb); err == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		if st, err := cl.Stats(ctx, sb.ID); err == nil && st.CPUCount > 0 {
+			d.CPUCount, d.MemoryMB = st.CPUCount, int(st.MemTotalBytes>>20)
+		}
+		cancel()
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) killSandbox(w http.ResponseWriter, r *http.Request, c caller) {
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	if err := s.fleet.Release(r.Context(), sb); err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, sandboxd.ErrNotFound) {
+			s.tracked.drop(sb.ID)
+		}
+		s.fleetError(w, err, "kill")
+		return
+	}
+	s.tracked.drop(sb.ID)
+	w.WriteHeader(http.StatusNoContent)
+}

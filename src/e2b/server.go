@@ -1,0 +1,249 @@
+package e2b
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+)
+
+const (
+	// maxBodyBytes bounds every request body; the largest legitimate one
+	// is a create with its metadata and env vars.
+	maxBodyBytes = 1 << 20
+	// maxMetadataBytes bounds one sandbox's metadata, keys and values
+	// together, since this process keeps it in memory.
+	maxMetadataBytes = 16 << 10
+	// apiKeyHeader is how the SDK presents its key.
+	apiKeyHeader = "X-API-KEY"
+	// clientID fills e2b's deprecated clientID; it names nothing, so it
+	// tells a caller nothing about the fleet.
+	clientID = "sandboxd"
+	// claimNamePrefix starts the name of every claim this surface makes,
+	// so kubectl get sandboxes shows which ones came through e2b.
+	claimNamePrefix = "e2b-"
+)
+
+// NodeLister is implemented by a Fleet that can reach every live node. The
+// snapshot list and delete need it, because a checkpoint outlives the
+// sandbox it was taken from; without it they answer 501.
+type NodeLister interface {
+	// Nodes returns a client, carrying the fleet token, for every live node.
+	Nodes(ctx context.Context) ([]*sandboxd.Client, error)
+}
+
+// Server serves e2b's control REST API over a Fleet. It is an http.Handler.
+type Server struct {
+	cfg     Config
+	fleet   Fleet
+	log     *slog.Logger
+	tracked *tracker
+	mux     *http.ServeMux
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// NewServer builds the surface.
+func NewServer(cfg Config, fleet Fleet, logger *slog.Logger) (*Server, error) {
+	if fleet == nil {
+		return nil, errors.New("e2b: a Fleet is required")
+	}
+	if logger != nil {
+		cfg.Logger = logger
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, fleet: fleet, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Now)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.serveHealth)
+
+	mux.Handle("POST /sandboxes", s.authed(s.createSandbox))
+	mux.Handle("POST /v2/sandboxes", s.authed(s.createSandbox))
+	mux.Handle("GET /sandboxes", s.authed(s.listSandboxesV1))
+	mux.Handle("GET /v2/sandboxes", s.authed(s.listSandboxesV2))
+	mux.Handle("GET /sandboxes/{sandboxID}", s.authed(s.getSandbox))
+	mux.Handle("DELETE /sandboxes/{sandboxID}", s.authed(s.killSandbox))
+	mux.Handle("POST /sandboxes/{sandboxID}/timeout", s.authed(s.setTimeout))
+	mux.Handle("POST /sandboxes/{sandboxID}/refreshes", s.authed(s.refresh))
+	mux.Handle("POST /sandboxes/{sandboxID}/pause", s.authed(s.pause))
+	mux.Handle("POST /sandboxes/{sandboxID}/resume", s.authed(s.resume))
+	mux.Handle("POST /sandboxes/{sandboxID}/connect", s.authed(s.connect))
+	mux.Handle("POST /v2/sandboxes/{sandboxID}/connect", s.authed(s.connect))
+	mux.Handle("GET /sandboxes/{sandboxID}/metrics", s.authed(s.metrics))
+	mux.Handle("POST /sandboxes/{sandboxID}/snapshots", s.authed(s.createSnapshot))
+	mux.Handle("GET /snapshots", s.authed(s.listSnapshots))
+	mux.Handle("DELETE /templates/{templateID}", s.authed(s.deleteSnapshot))
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint")
+	})
+	s.mux = mux
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+// caller is an authenticated request's scope.
+type caller struct {
+	namespace string
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c caller)
+
+// authed resolves the caller's namespace from X-API-KEY and bounds the
+// request's fleet work. A missing or unknown key is 401, unless the
+// surface serves anonymous callers and has no key file at all; a key that
+// is presented must be a real one whenever there is a key file.
+func (s *Server) authed(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(apiKeyHeader)
+		var c caller
+		switch ns, ok := s.cfg.Keys.Namespace(key); {
+		case ok:
+			c.namespace = ns
+		case s.cfg.AllowAnonymous && (key == "" || s.cfg.Keys.Len() == 0):
+			c.namespace = s.cfg.Namespace
+		default:
+			writeError(w, http.StatusUnauthorized, "missing or invalid API key (send it as X-API-KEY)")
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		h(w, r.WithContext(ctx), c)
+	})
+}
+
+// lookup finds the path's sandbox in the caller's namespace; an id that is
+// malformed, unknown or another namespace's is the same 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, c caller) (Sandbox, bool) {
+	raw := r.PathValue("sandboxID")
+	id, ok := sandboxid.Canonical(raw)
+	if !ok {
+		writeNotFound(w)
+		return Sandbox{}, false
+	}
+	sb, err := s.fleet.Get(r.Context(), c.namespace, id)
+	if err != nil {
+		s.fleetError(w, err, "get")
+		return Sandbox{}, false
+	}
+	return sb, true
+}
+
+// decodeBody reads a bounded JSON body into v, refusing unknown fields and
+// trailing data. An empty body is accepted when optional.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("request body larger than %d bytes", maxBodyBytes))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "could not read the request body")
+		return false
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		if optional {
+			return true
+		}
+		writeError(w, http.StatusBadRequest, "a JSON request body is required")
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: trailing data after the object")
+		return false
+	}
+	return true
+}
+
+// writeJSON answers status with v.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers status with e2b's {"code","message"} body.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Code: status, Message: msg})
+}
+
+func writeNotFound(w http.ResponseWriter) {
+	writeError(w, http.StatusNotFound, "sandbox not found")
+}
+
+// fleetError answers a Fleet failure of op. Each kind gets a fixed or
+// caller-facing message; whatever else the error says (node addresses)
+// goes to the log only.
+func (s *Server) fleetError(w http.ResponseWriter, err error, op string) {
+	var apiErr *sandboxd.APIError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, sandboxd.ErrNotFound):
+		writeNotFound(w)
+	case errors.Is(err, sandboxd.ErrCapacity):
+		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSeconds))
+		writeError(w, http.StatusTooManyRequests, "no warm sandbox is available for this template now; retry later")
+	case errors.Is(err, sandboxd.ErrBadRequest):
+		msg := "the request was refused as invalid"
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			msg += ": " + apiErr.Message
+		} else if !errors.As(err, &apiErr) {
+			msg = err.Error()
+		}
+		writeError(w, http.StatusBadRequest, msg)
+	case errors.Is(err, sandboxd.ErrConflict):
+		msg := "the sandbox cannot " + op + " in its current state"
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			msg += ": " + apiErr.Message
+		}
+		writeError(w, http.StatusConflict, msg)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		s.log.Warn("e2b fleet call timed out", "op", op, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the fleet did not answer "+op+" in time; retry")
+	case errors.Is(err, sandboxd.ErrUnavailable), errors.Is(err, sandboxd.ErrGuestUnreachable):
+		s.log.Warn("e2b fleet call failed", "op", op, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the sandbox's node could not "+op+" now; retry")
+	default:
+		s.log.Error("e2b fleet call failed", "op", op, "err", err)
+		writeError(w, http.StatusInternalServerError, op+" failed")
+	}
+}
+
+// claimName is a fresh DNS-1123 name for a claim: the prefix and 16
+// random base32 characters (80 bits), lowercased.
+func claimName() string {
+	return claimNamePrefix + strings.ToLower(rand.Text()[:16])
+}
+
+func dnsID(id string) string {
+	if d, ok := sandboxid.DNS(id); ok {
+		return d
+	}
+	return id
+}

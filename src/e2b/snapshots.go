@@ -1,0 +1,211 @@
+package e2b
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+)
+
+// Snapshots are sandboxd checkpoints. sandboxd keeps no namespace on a
+// checkpoint, so the surface names each one "<namespace>:<name>" and shows
+// a key only the checkpoints whose name starts with its namespace; the
+// checkpoints kubectl takes (no such prefix) stay invisible here.
+
+// snapshotNameRE is the name a caller may give a snapshot: what sandboxd
+// accepts in a checkpoint name, minus the ':' the namespace prefix uses.
+var snapshotNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// checkpointPrefix starts the checkpoint id sandboxd assigns.
+const checkpointPrefix = "ck_"
+
+func scopedName(namespace, name string) string { return namespace + ":" + name }
+
+// snapshotOf renders a checkpoint of namespace as e2b's SnapshotInfo, and
+// false when the checkpoint is not the namespace's.
+func snapshotOf(namespace string, ck sandboxd.Checkpoint) (snapshotInfo, bool) {
+	name, ok := strings.CutPrefix(ck.Name, namespace+":")
+	if !ok {
+		return snapshotInfo{}, false
+	}
+	out := snapshotInfo{SnapshotID: ck.ID, Names: []string{}}
+	if name != "" {
+		out.Names = []string{name}
+	}
+	return out, true
+}
+
+// createSnapshot is POST /sandboxes/{id}/snapshots: a sandboxd checkpoint
+// of the running sandbox, 201 with its id.
+func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller) {
+	var req snapshotRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	if req.Name != "" && !snapshotNameRE.MatchString(req.Name) {
+		writeError(w, http.StatusBadRequest, "snapshot name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return
+	}
+	sb, ok := s.lookup(w, r, c)
+	if !ok {
+		return
+	}
+	cl, err := s.fleet.Node(sb)
+	if err != nil {
+		s.fleetError(w, err, "snapshot")
+		return
+	}
+	ck, err := cl.Checkpoint(r.Context(), sb.ID, sandboxd.CheckpointRequest{Name: scopedName(c.namespace, req.Name)})
+	if err != nil {
+		s.fleetError(w, err, "snapshot")
+		return
+	}
+	info, _ := snapshotOf(c.namespace, *ck)
+	writeJSON(w, http.StatusCreated, info)
+}
+
+// namespaceCheckpoints lists the namespace's checkpoints on every node,
+// newest first. ok is false (and the answer written) when the fleet
+// cannot enumerate nodes or a node fails.
+func (s *Server) namespaceCheckpoints(w http.ResponseWriter, ctx context.Context, namespace string) ([]sandboxd.Checkpoint, bool) {
+	nl, ok := s.fleet.(NodeLister)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "this deployment cannot list snapshots")
+		return nil, false
+	}
+	nodes, err := nl.Nodes(ctx)
+	if err != nil {
+		s.fleetError(w, err, "list snapshots")
+		return nil, false
+	}
+	var out []sandboxd.Checkpoint
+	for _, n := range nodes {
+		cks, err := n.Checkpoints(ctx)
+		if err != nil {
+			s.fleetError(w, err, "list snapshots")
+			return nil, false
+		}
+		for _, ck := range cks {
+			if strings.HasPrefix(ck.Name, namespace+":") {
+				out = append(out, ck)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b sandboxd.Checkpoint) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	return out, true
+}
+
+// listSnapshots is GET /snapshots, filtered by sandboxID and name and
+// paginated like the sandbox list (newest first).
+func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller) {
+	q := r.URL.Query()
+	limit, ok := parseLimit(w, q.Get("limit"))
+	if !ok {
+		return
+	}
+	var after *cursor
+	if v := q.Get("nextToken"); v != "" {
+		cur, err := parseCursor(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid nextToken")
+			return
+		}
+		after = &cur
+	}
+	wantSandbox := ""
+	if v := q.Get("sandboxID"); v != "" {
+		id, ok := sandboxid.Canonical(v)
+		if !ok {
+			writeJSON(w, http.StatusOK, []snapshotInfo{})
+			return
+		}
+		wantSandbox = id
+	}
+	wantName := q.Get("name")
+	cks, ok := s.namespaceCheckpoints(w, r.Context(), c.namespace)
+	if !ok {
+		return
+	}
+	var matched []sandboxd.Checkpoint
+	for _, ck := range cks {
+		if wantSandbox != "" && !sandboxid.Equal(ck.SandboxID, wantSandbox) {
+			continue
+		}
+		if wantName != "" && ck.Name != scopedName(c.namespace, wantName) && ck.ID != wantName {
+			continue
+		}
+		matched = append(matched, ck)
+	}
+	start := 0
+	if after != nil {
+		start = len(matched)
+		for i, ck := range matched {
+			if after.before(ck.CreatedAt, ck.ID, true) {
+				start = i
+				break
+			}
+		}
+	}
+	page := matched[start:min(start+limit, len(matched))]
+	out := make([]snapshotInfo, 0, len(page))
+	for _, ck := range page {
+		info, _ := snapshotOf(c.namespace, ck)
+		out = append(out, info)
+	}
+	if start+limit < len(matched) {
+		last := page[len(page)-1]
+		w.Header().Set("X-Next-Token", cursor{at: last.CreatedAt, id: last.ID}.String())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// deleteSnapshot is DELETE /templates/{id} for a snapshot id (how the SDK
+// deletes one). Templates are not managed here, so any other id is 404.
+func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, c caller) {
+	id := r.PathValue("templateID")
+	if !strings.HasPrefix(id, checkpointPrefix) {
+		writeError(w, http.StatusNotFound, "snapshot not found")
+		return
+	}
+	nl, ok := s.fleet.(NodeLister)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "this deployment cannot delete snapshots")
+		return
+	}
+	nodes, err := nl.Nodes(r.Context())
+	if err != nil {
+		s.fleetError(w, err, "delete snapshot")
+		return
+	}
+	deleted := false
+	for _, n := range nodes {
+		cks, err := n.Checkpoints(r.Context())
+		if err != nil {
+			s.fleetError(w, err, "delete snapshot")
+			return
+		}
+		for _, ck := range cks {
+			if ck.ID != id || !strings.HasPrefix(ck.Name, c.namespace+":") {
+				continue
+			}
+			if err := n.DeleteCheckpoint(r.Context(), id); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+				s.fleetError(w, err, "delete snapshot")
+				return
+			}
+			deleted = true
+		}
+	}
+	if !deleted {
+		writeError(w, http.StatusNotFound, "snapshot not found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,131 @@
+package e2b
+
+import (
+	"container/heap"
+	"maps"
+	"sync"
+	"time"
+)
+
+// record is what the surface remembers about a sandbox it created that the
+// fleet cannot tell it: e2b metadata, the alias the create named, the
+// template id as the caller spelled it, and whether it asked for internet
+// access. Nothing here is stored outside this process: another replica
+// serves the same sandbox without it.
+type record struct {
+	namespace  string
+	templateID string
+	alias      string
+	metadata   map[string]string
+	internet   *bool
+	deadline   time.Time
+	index      int // in the expiry heap
+	id         string
+}
+
+// tracker keeps records by canonical sandbox id, bounded: a record goes
+// when its sandbox is killed, when its deadline passes, or, past max, the
+// one closest to its deadline goes first.
+type tracker struct {
+	max int
+	now func() time.Time
+
+	mu    sync.Mutex
+	byID  map[string]*record
+	order expiryHeap
+}
+
+func newTracker(max int, now func() time.Time) *tracker {
+	return &tracker{max: max, now: now, byID: map[string]*record{}}
+}
+
+// put remembers r under id, replacing any earlier record.
+func (t *tracker) put(id string, r record) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pruneLocked()
+	if old := t.byID[id]; old != nil {
+		heap.Remove(&t.order, old.index)
+	}
+	r.id = id
+	r.metadata = maps.Clone(r.metadata)
+	rec := &r
+	t.byID[id] = rec
+	heap.Push(&t.order, rec)
+	for len(t.byID) > t.max {
+		oldest := heap.Pop(&t.order).(*record)
+		delete(t.byID, oldest.id)
+	}
+}
+
+// get returns a copy of id's record if it is known, in namespace, and its
+// deadline has not passed.
+func (t *tracker) get(namespace, id string) (record, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.byID[id]
+	if r == nil || r.namespace != namespace || t.now().After(r.deadline) {
+		return record{}, false
+	}
+	out := *r
+	out.metadata = maps.Clone(r.metadata)
+	return out, true
+}
+
+// extend moves id's expiry to deadline (a renew).
+func (t *tracker) extend(id string, deadline time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.byID[id]; r != nil {
+		r.deadline = deadline
+		heap.Fix(&t.order, r.index)
+	}
+}
+
+// drop forgets id (a kill).
+func (t *tracker) drop(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.byID[id]; r != nil {
+		heap.Remove(&t.order, r.index)
+		delete(t.byID, id)
+	}
+}
+
+func (t *tracker) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+// pruneLocked drops every record whose deadline has passed.
+func (t *tracker) pruneLocked() {
+	now := t.now()
+	for len(t.order) > 0 && now.After(t.order[0].deadline) {
+		r := heap.Pop(&t.order).(*record)
+		delete(t.byID, r.id)
+	}
+}
+
+// expiryHeap orders records by deadline, soonest first.
+type expiryHeap []*record
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *expiryHeap) Push(x any) {
+	r := x.(*record)
+	r.index = len(*h)
+	*h = append(*h, r)
+}
+func (h *expiryHeap) Pop() any {
+	old := *h
+	n := len(old)
+	r := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	return r
+}

@@ -1,0 +1,45 @@
+package e2b
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestTrackerBoundsAndExpiry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := newTracker(3, func() time.Time { return now })
+	for i := range 5 {
+		tr.put(fmt.Sprint("sb_", i), record{namespace: "ns", deadline: now.Add(time.Duration(10+i) * time.Second), metadata: map[string]string{"i": fmt.Sprint(i)}})
+	}
+	if tr.len() != 3 {
+		t.Fatalf("len = %d, want the bound 3", tr.len())
+	}
+	// The ones closest to their deadline went first.
+	for i, want := range []bool{false, false, true, true, true} {
+		if _, ok := tr.get("ns", fmt.Sprint("sb_", i)); ok != want {
+			t.Errorf("sb_%d kept = %v, want %v", i, ok, want)
+		}
+	}
+	if _, ok := tr.get("other", "sb_4"); ok {
+		t.Error("a record is visible from another namespace")
+	}
+	rec, _ := tr.get("ns", "sb_4")
+	rec.metadata["i"] = "changed"
+	if again, _ := tr.get("ns", "sb_4"); again.metadata["i"] != "4" {
+		t.Error("get hands out the stored map")
+	}
+	tr.extend("sb_2", now.Add(time.Hour))
+	now = now.Add(20 * time.Second) // past sb_3 and sb_4
+	if _, ok := tr.get("ns", "sb_3"); ok {
+		t.Error("an expired record is served")
+	}
+	tr.put("sb_9", record{namespace: "ns", deadline: now.Add(time.Minute)})
+	if tr.len() != 2 {
+		t.Errorf("len after prune = %d, want 2 (sb_2, sb_9)", tr.len())
+	}
+	tr.drop("sb_2")
+	if _, ok := tr.get("ns", "sb_2"); ok || tr.len() != 1 {
+		t.Error("drop left the record")
+	}
+}

@@ -1,0 +1,109 @@
+package envdproxy
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Defaults of the optional Config fields.
+const (
+	// DefaultCacheTTL is how long an owner and its derived access token are
+	// kept: a steady stream costs one node read per sandbox per minute, and
+	// an owner found by asking the nodes outlives their next publish.
+	DefaultCacheTTL = time.Minute
+	// DefaultLookupRate and DefaultLookupBurst bound the asks about ids the
+	// Locator does not list, per proxy. Each ask costs every node one
+	// GET /v1/sandboxes/{id}.
+	DefaultLookupRate  = 200
+	DefaultLookupBurst = 400
+	// DefaultLookupTimeout bounds one node read or one ask of every node.
+	DefaultLookupTimeout = 10 * time.Second
+)
+
+// Config configures a Proxy.
+type Config struct {
+	// Locator says which node owns a sandbox. Required.
+	Locator Locator
+	// Domain is the base domain of {port}-{sandboxID}.{domain} hosts; it
+	// must match the e2b surface's. Required.
+	Domain string
+	// Secret is the envd secret access tokens derive from. Required.
+	Secret []byte
+	// Token is the fleet sandboxd api_token (the root one): it reads claim
+	// tokens by id and relays signed file URLs. Required.
+	Token string
+	// GuestHTTP2 speaks cleartext HTTP/2 (prior knowledge) to the guest
+	// instead of HTTP/1.1. envd 0.8.0 does not serve it.
+	GuestHTTP2 bool
+	// Logger receives the access log (debug) and operational warnings;
+	// default discards. Tokens are never logged.
+	Logger *slog.Logger
+
+	// CacheTTL, LookupRate, LookupBurst and LookupTimeout default to the
+	// Default* constants when zero.
+	CacheTTL      time.Duration
+	LookupRate    float64
+	LookupBurst   int
+	LookupTimeout time.Duration
+	// Now is the clock of the cache and the lookup budget; default
+	// time.Now. Tests inject one.
+	Now func() time.Time
+	// Ready, when set, makes /healthz answer 503 until it reports true
+	// (e.g. until the inventory informer has synced).
+	Ready func() bool
+	// HTTPClient carries node API calls (claim-token reads); default the
+	// sandboxd client's shared one. Guest traffic never uses it.
+	HTTPClient *http.Client
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Locator == nil {
+		return errors.New("envdproxy: Locator is required")
+	}
+	d, err := NormalizeDomain(c.Domain)
+	if err != nil {
+		return err
+	}
+	c.Domain = d
+	if len(c.Secret) == 0 {
+		return errors.New("envdproxy: Secret (the envd secret) is required")
+	}
+	if c.Token == "" {
+		return errors.New("envdproxy: Token (the fleet sandboxd api_token) is required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = DefaultCacheTTL
+	}
+	if c.LookupRate == 0 {
+		c.LookupRate = DefaultLookupRate
+	}
+	if c.LookupBurst == 0 {
+		c.LookupBurst = DefaultLookupBurst
+	}
+	if c.LookupTimeout == 0 {
+		c.LookupTimeout = DefaultLookupTimeout
+	}
+	if c.CacheTTL < 0 || c.LookupRate < 0 || c.LookupBurst < 0 || c.LookupTimeout < 0 {
+		return errors.New("envdproxy: CacheTTL, LookupRate, LookupBurst and LookupTimeout must not be negative")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Protocols is what the proxy's http.Server offers clients: HTTP/1.1, and
+// HTTP/2 both over TLS and in the clear (prior knowledge), so ConnectRPC
+// keeps working behind an edge that already terminated TLS.
+func Protocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}

@@ -1,0 +1,124 @@
+package envdproxy
+
+import (
+	"context"
+	"errors"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+)
+
+// forwarder sends one request over one relay connection. Guest
+// connections are never pooled: a kept connection would outlive the relay
+// that carries it, and an open relay holds the sandbox's idle clock, so a
+// pooled one would keep an unused sandbox from ever hibernating.
+type forwarder struct {
+	guestHTTP2 bool
+	rp         *httputil.ReverseProxy
+}
+
+type relayKey struct{}
+
+// relayed is the per-request state the round tripper reads from the
+// request context.
+type relayed struct {
+	conn net.Conn
+	tr   *http.Transport
+}
+
+func newForwarder(guestHTTP2 bool, logger *slog.Logger) *forwarder {
+	f := &forwarder{guestHTTP2: guestHTTP2}
+	f.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// The guest sees the host the client asked for; the URL host
+			// only keys the one-shot transport, which dials nothing.
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = "guest"
+			pr.Out.Host = pr.In.Host
+			// The control-plane key never belongs to the guest. The
+			// access token crosses unchanged: it is envd's own
+			// credential, checked again there.
+			pr.Out.Header.Del(HeaderAPIKey)
+		},
+		Transport: relayRoundTripper{},
+		// Stream: every write from the guest reaches the client at once
+		// (ConnectRPC server streams, process output).
+		FlushInterval: -1,
+		ErrorLog:      log.New(slogWriter{logger}, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if rec, ok := w.(*recorder); ok && rec.line != nil {
+				rec.line.reason = "guest: " + err.Error()
+			}
+			if rec, ok := w.(*recorder); ok && rec.status != 0 {
+				return // headers already sent; nothing left to say
+			}
+			reply(w, http.StatusBadGateway, msgUnavailable)
+		},
+	}
+	return f
+}
+
+// forward relays r over conn and closes conn when the exchange is over.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Conn) {
+	if r.ProtoMajor == 1 {
+		// Let a streaming client keep sending while the guest answers
+		// (the HTTP/1 server otherwise stops reading the body once the
+		// response starts). HTTP/2 is full duplex already.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
+	tr := &http.Transport{
+		DialContext:            oneShot(conn),
+		DisableKeepAlives:      !f.guestHTTP2,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	if f.guestHTTP2 {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	defer func() {
+		tr.CloseIdleConnections()
+		_ = conn.Close()
+	}()
+	ctx := context.WithValue(r.Context(), relayKey{}, &relayed{conn: conn, tr: tr})
+	f.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// relayRoundTripper sends each request through the transport bound to its
+// own relay connection.
+type relayRoundTripper struct{}
+
+func (relayRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	rl, ok := r.Context().Value(relayKey{}).(*relayed)
+	if !ok {
+		return nil, errors.New("envdproxy: request without a relay")
+	}
+	return rl.tr.RoundTrip(r)
+}
+
+// oneShot dials conn once; a second dial (which a transport would only
+// attempt after losing the first) fails rather than opening another relay.
+func oneShot(conn net.Conn) func(context.Context, string, string) (net.Conn, error) {
+	var mu sync.Mutex
+	used := false
+	return func(context.Context, string, string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if used {
+			return nil, errors.New("envdproxy: relay connection already used")
+		}
+		used = true
+		return conn, nil
+	}
+}
+
+// slogWriter routes the reverse proxy's own log lines to debug.
+type slogWriter struct{ l *slog.Logger }
+
+func (s slogWriter) Write(b []byte) (int, error) {
+	s.l.Debug("relay", "detail", string(b))
+	return len(b), nil
+}

@@ -1,0 +1,113 @@
+// The unmodified e2b SDK against sandbox-e2b on a simulated sandboxd mesh of
+// three nodes (see tests/e2e/mesh). The harness's control endpoint
+// (E2E_CONTROL_URL) tells which node owns a sandbox, counts a node's
+// redirects, takes a node's warm VMs behind the mesh's back and kills nodes.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Sandbox, SandboxNotFoundError } from 'e2b'
+import { env, allPages } from './lib.mjs'
+
+const control = env('E2E_CONTROL_URL')
+const refreshMs = Number(env('E2E_MESH_REFRESH_MS'))
+
+async function ctl(method, path) {
+  const res = await fetch(control + path, { method })
+  assert.ok(res.ok || res.status === 404, `control ${method} ${path}: ${res.status} ${await res.clone().text()}`)
+  return res.status === 204 || res.status === 404 ? { status: res.status } : { status: res.status, ...(await res.json()) }
+}
+const ownerOf = async (id) => (await ctl('GET', `/owner?id=${id}`)).node
+const redirects = async (node) => (await ctl('GET', `/counters?node=${node}`)).redirects
+
+const live = []
+test.after(async () => {
+  for (const sbx of live) await sbx.kill().catch(() => {})
+})
+
+test('creates spread over the mesh and list shows every node\'s sandboxes', async () => {
+  // The mesh picks among warm nodes at random, so keep creating until two
+  // nodes are used; twelve creates all landing on one node means the mesh
+  // is not spreading (or knows only its seed).
+  const made = []
+  const owners = new Set()
+  while (made.length < 3 || (owners.size < 2 && made.length < 12)) {
+    const sbx = await Sandbox.create({ metadata: { suite: 'mesh' } })
+    made.push(sbx)
+    live.push(sbx)
+    owners.add(await ownerOf(sbx.sandboxId))
+  }
+  assert.ok(owners.size >= 2, `${made.length} creates all landed on node ${[...owners]}`)
+  const listed = await allPages(Sandbox.list({ query: { metadata: { suite: 'mesh' } } }))
+  assert.deepEqual(listed.map((s) => s.sandboxId).sort(), made.map((s) => s.sandboxId).sort())
+})
+
+test('a create that enters a node with no warm VM follows its redirect', async () => {
+  // Node 1 has the most warm "solo" VMs in the mesh's view; empty its pool
+  // behind the mesh's back, so the next create enters node 1, finds
+  // nothing warm and is redirected to node 2.
+  await ctl('POST', `/empty-pool?node=1&template=${encodeURIComponent(env('E2E_SOLO_TEMPLATE'))}`)
+  const before = await redirects(1)
+  const sbx = await Sandbox.create(env('E2E_SOLO_TEMPLATE'))
+  live.push(sbx)
+  assert.equal(await ownerOf(sbx.sandboxId), 2)
+  assert.equal(await redirects(1), before + 1, 'node 1 redirected the claim')
+  const r = await sbx.commands.run('echo redirected')
+  assert.equal(r.stdout, 'redirected\n')
+})
+
+test('commands, files, pause and connect through the in-process data plane', async () => {
+  const sbx = await Sandbox.create()
+  live.push(sbx)
+  const r = await sbx.commands.run('echo hello')
+  assert.equal(r.stdout, 'hello\n')
+  await sbx.files.write('/home/user/mesh.txt', 'on the mesh')
+  assert.equal(await sbx.files.read('/home/user/mesh.txt'), 'on the mesh')
+
+  assert.equal(await sbx.pause(), true)
+  assert.equal((await sbx.getInfo()).state, 'paused')
+  const again = await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await again.getInfo()).state, 'running')
+  assert.equal(await again.files.read('/home/user/mesh.txt'), 'on the mesh')
+})
+
+test('kill releases a sandbox on its node', async () => {
+  const sbx = await Sandbox.create()
+  const owner = await ownerOf(sbx.sandboxId)
+  assert.equal(await sbx.kill(), true)
+  assert.equal((await ctl('GET', `/owner?id=${sbx.sandboxId}`)).status, 404, `node ${owner} still lists it`)
+  await assert.rejects(Sandbox.getInfo(sbx.sandboxId), SandboxNotFoundError)
+})
+
+test('a node killed mid-run leaves the view; the rest keep working', async () => {
+  const listed = await allPages(Sandbox.list())
+  const byNode = new Map()
+  for (const s of listed) {
+    const n = await ownerOf(s.sandboxId)
+    byNode.set(n, [...(byNode.get(n) ?? []), s.sandboxId])
+  }
+  assert.ok((byNode.get(2) ?? []).length > 0, 'node 2 holds sandboxes before it dies')
+  const survivors = [...byNode.entries()].filter(([n]) => n !== 2).flatMap(([, ids]) => ids)
+  assert.ok(survivors.length > 0, 'other nodes hold sandboxes too')
+
+  await ctl('POST', '/kill?node=2')
+
+  // Within a couple of refreshes the dead node's sandboxes stop being
+  // listed, and every survivor still is.
+  const deadline = Date.now() + 3 * refreshMs + 30_000
+  let ids
+  for (;;) {
+    ids = new Set((await allPages(Sandbox.list())).map((s) => s.sandboxId))
+    if (!byNode.get(2).some((id) => ids.has(id))) break
+    assert.ok(Date.now() < deadline, `node 2's sandboxes are still listed: ${byNode.get(2)}`)
+    await sleep(500)
+  }
+  for (const id of survivors) assert.ok(ids.has(id), `survivor ${id} is still listed`)
+
+  // Survivors still run commands, and creates still succeed.
+  const survivor = await Sandbox.connect(survivors[0])
+  assert.equal((await survivor.commands.run('echo still here')).stdout, 'still here\n')
+  const fresh = await Sandbox.create()
+  live.push(fresh)
+  assert.notEqual(await ownerOf(fresh.sandboxId), 2)
+  assert.equal((await fresh.commands.run('echo new')).stdout, 'new\n')
+})
