@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
+
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -107,12 +110,13 @@ func (o *options) validate() error {
 }
 
 func run(args []string, stderr io.Writer) int {
-	level, err := parseLogLevel(os.Getenv(logLevelEnv))
+	level, err := oplog.ParseLevel(os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
 		return 2
 	}
-	logger := setupLogging(stderr, level)
+	logger := oplog.New(stderr, level)
+	kubeclient.RouteKlog(logger, level)
 
 	o := newOptions()
 	fs := o.flagSet()
@@ -152,7 +156,7 @@ func serve(ctx context.Context, logger *slog.Logger, o *options) error {
 	if o.recommended.CoreAPI != nil {
 		kubeconfig = o.recommended.CoreAPI.CoreAPIKubeconfigPath
 	}
-	restConfig, err := kubeClientConfig(kubeconfig)
+	restConfig, err := kubeclient.RESTConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -212,23 +216,6 @@ func serve(ctx context.Context, logger *slog.Logger, o *options) error {
 		return fmt.Errorf("running the apiserver: %w", err)
 	}
 	return e2bErr
-}
-
-// kubeClientConfig is the in-cluster service account, or the kubeconfig at
-// path when one is named.
-func kubeClientConfig(path string) (*rest.Config, error) {
-	if path != "" {
-		c, err := clientcmd.BuildConfigFromFlags("", path)
-		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
-		}
-		return c, nil
-	}
-	c, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no in-cluster config (outside a cluster set KUBECONFIG or --kubeconfig): %w", err)
-	}
-	return c, nil
 }
 
 // fleet is the backend and what keeps it current: the NodeInventory

@@ -13,28 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
+
 	"github.com/spf13/pflag"
 )
 
-func TestParseLogLevel(t *testing.T) {
-	for in, want := range map[string]slog.Level{
-		"": slog.LevelInfo, "info": slog.LevelInfo, "INFO": slog.LevelInfo, " debug ": slog.LevelDebug,
-		"warn": slog.LevelWarn, "warning": slog.LevelWarn, "error": slog.LevelError,
-	} {
-		got, err := parseLogLevel(in)
-		if err != nil || got != want {
-			t.Errorf("parseLogLevel(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"trace", "verbose", "4", "fatal"} {
-		if _, err := parseLogLevel(in); err == nil || !strings.Contains(err.Error(), logLevelEnv) {
-			t.Errorf("parseLogLevel(%q) = %v, want an error naming %s", in, err, logLevelEnv)
-		}
-	}
-}
-
 func TestUnknownLogLevelFailsStartup(t *testing.T) {
-	t.Setenv(logLevelEnv, "chatty")
+	t.Setenv(oplog.LevelEnv, "chatty")
 	var stderr bytes.Buffer
 	if code := run([]string{"--help"}, &stderr); code != 2 {
 		t.Errorf("exit code = %d, want 2", code)
@@ -88,7 +73,7 @@ func TestFlags(t *testing.T) {
 }
 
 func TestInvalidFlagsFailStartup(t *testing.T) {
-	t.Setenv(logLevelEnv, "error")
+	t.Setenv(oplog.LevelEnv, "error")
 	for _, args := range [][]string{
 		{"--etcd-servers=http://127.0.0.1:2379"},
 		{"--inventory-stale-after=0s"},
@@ -102,7 +87,7 @@ func TestInvalidFlagsFailStartup(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	t.Setenv(logLevelEnv, "")
+	t.Setenv(oplog.LevelEnv, "")
 	var stderr bytes.Buffer
 	if code := run([]string{"--help"}, &stderr); code != 0 {
 		t.Fatalf("--help exit code = %d", code)
@@ -123,7 +108,7 @@ func writeFile(t *testing.T, content string) string {
 }
 
 func TestE2BStartupValidation(t *testing.T) {
-	t.Setenv(logLevelEnv, "error")
+	t.Setenv(oplog.LevelEnv, "error")
 	secret := writeFile(t, "s3cr3t-value\n")
 	keys := writeFile(t, "key1 team-a\n")
 	for _, tc := range []struct {

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
+
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
@@ -66,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// One writer lock keeps request lines and log records whole.
 	var mu sync.Mutex
 	errOut := &lockedWriter{w: stderr, mu: &mu}
-	logger, err := app.NewLogger(errOut, os.Getenv(app.LogLevelEnv))
+	logger, err := oplog.FromEnv(errOut, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b-local: %v\n", err)
 		return exitUsage

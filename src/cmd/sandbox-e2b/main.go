@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
+
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
@@ -76,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandbox-e2b: unexpected arguments: %q\n", fs.Args())
 		return exitUsage
 	}
-	logger, err := app.NewLogger(stderr, os.Getenv(app.LogLevelEnv))
+	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
 		return exitUsage

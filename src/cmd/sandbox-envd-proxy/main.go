@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
+
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -141,12 +144,13 @@ func (o *options) loadCredentials() (*credentials, error) {
 }
 
 func run(args []string, stderr io.Writer) int {
-	level, err := parseLogLevel(os.Getenv(logLevelEnv))
+	level, err := oplog.ParseLevel(os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return 2
 	}
-	logger := setupLogging(stderr, level)
+	logger := oplog.New(stderr, level)
+	kubeclient.RouteKlog(logger, level)
 
 	o := newOptions()
 	fs := o.flagSet()
@@ -174,7 +178,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return 2
 	}
-	restConfig, err := kubeClientConfig(o.kubeconfig)
+	restConfig, err := kubeclient.RESTConfig(o.kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return 2

@@ -9,8 +9,6 @@ package kube_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +16,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,13 +90,13 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	token := randomHex(t)
-	envdSecret := randomHex(t)
-	keyA, keyB := "e2b_"+randomHex(t), "e2b_"+randomHex(t)
-	tokenFile := writeFile(t, dir, "sandboxd-token", token+"\n")
-	secretFile := writeFile(t, dir, "envd-secret", envdSecret+"\n")
-	keyFile := writeFile(t, dir, "e2b-keys", fmt.Sprintf("# key namespace\n%s %s\n%s %s\n", keyA, teamA, keyB, teamB))
-	aliasFile := writeFile(t, dir, "e2b-aliases", fmt.Sprintf("%s %s\n", aliasBase, imageBase))
+	token := harness.RandomHex(t)
+	envdSecret := harness.RandomHex(t)
+	keyA, keyB := "e2b_"+harness.RandomHex(t), "e2b_"+harness.RandomHex(t)
+	tokenFile := harness.WriteFile(t, dir, "sandboxd-token", token+"\n")
+	secretFile := harness.WriteFile(t, dir, "envd-secret", envdSecret+"\n")
+	keyFile := harness.WriteFile(t, dir, "e2b-keys", fmt.Sprintf("# key namespace\n%s %s\n%s %s\n", keyA, teamA, keyB, teamB))
+	aliasFile := harness.WriteFile(t, dir, "e2b-aliases", fmt.Sprintf("%s %s\n", aliasBase, imageBase))
 
 	f, err := fleet.Start(context.Background(), fleet.Config{
 		Nodes:     3,
@@ -140,8 +139,8 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(addr)
-	e2bAddr := freeAddr(t)
-	proxyAddr := freeAddr(t)
+	e2bAddr := harness.FreeAddr(t)
+	proxyAddr := harness.FreeAddr(t)
 	kubeconfig := c.Kubeconfig()
 
 	apiserver := start(t, "sandbox-apiserver", apiserverBin, dir, []string{
@@ -174,8 +173,8 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	if err := c.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(group, version)); err != nil {
 		t.Fatalf("%v\n%s", err, apiserver.LogTail(60))
 	}
-	waitHTTP(t, ctx, apiserver, "http://"+e2bAddr+"/health")
-	waitHTTP(t, ctx, proxy, "http://"+proxyAddr+"/healthz")
+	harness.WaitHealthy(t, ctx, apiserver, "http://"+e2bAddr+"/health")
+	harness.WaitHealthy(t, ctx, proxy, "http://"+proxyAddr+"/healthz")
 	waitPublished(t, ctx, c, f)
 
 	report := filepath.Join(dir, "report.json")
@@ -252,32 +251,6 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	}
 }
 
-func randomHex(t *testing.T) string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// freeAddr is a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 func start(t *testing.T, name, binary, dir string, args []string) *testbin.Process {
 	p, err := testbin.StartProcess(name, binary, filepath.Join(dir, name+".log"), args, []string{"OPERATOR_LOG_LEVEL=debug"})
 	if err != nil {
@@ -289,28 +262,6 @@ func start(t *testing.T, name, binary, dir string, args []string) *testbin.Proce
 		}
 	})
 	return p
-}
-
-func waitHTTP(t *testing.T, ctx context.Context, p *testbin.Process, url string) {
-	t.Helper()
-	last := "no answer yet"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		if err := p.ExitErr(); err != nil {
-			return false, err
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		resp.Body.Close()
-		last = resp.Status
-		return resp.StatusCode/100 == 2, nil
-	})
-	if err != nil {
-		t.Fatalf("%s (%s): %v\n%s", url, last, err, p.LogTail(60))
-	}
 }
 
 // waitPublished waits until every node's NodeInventory shows its pools

@@ -12,18 +12,16 @@ package mesh_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -61,11 +59,11 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 	binary := testbin.Path(t, "SANDBOX_E2B", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b")
 
 	dir := t.TempDir()
-	token, secret, key := randomHex(t), randomHex(t), "e2b_"+randomHex(t)
-	tokenFile := writeFile(t, dir, "sandboxd-token", token+"\n")
-	secretFile := writeFile(t, dir, "envd-secret", secret+"\n")
-	keyFile := writeFile(t, dir, "e2b-keys", key+"\n")
-	aliasFile := writeFile(t, dir, "e2b-aliases", "base "+imageBase+"\n")
+	token, secret, key := harness.RandomHex(t), harness.RandomHex(t), "e2b_"+harness.RandomHex(t)
+	tokenFile := harness.WriteFile(t, dir, "sandboxd-token", token+"\n")
+	secretFile := harness.WriteFile(t, dir, "envd-secret", secret+"\n")
+	keyFile := harness.WriteFile(t, dir, "e2b-keys", key+"\n")
+	aliasFile := harness.WriteFile(t, dir, "e2b-aliases", "base "+imageBase+"\n")
 
 	f, err := fleet.Start(context.Background(), fleet.Config{
 		Nodes:            3,
@@ -93,7 +91,7 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 		}
 	})
 
-	apiAddr, proxyAddr := freeAddr(t), freeAddr(t)
+	apiAddr, proxyAddr := harness.FreeAddr(t), harness.FreeAddr(t)
 	p, err := testbin.StartProcess("sandbox-e2b", binary, filepath.Join(dir, "sandbox-e2b.log"), []string{
 		"--sandboxd=" + f.Addrs()[0],
 		"--sandboxd-token-file=" + tokenFile,
@@ -119,8 +117,8 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	waitHealthy(t, ctx, p, "http://"+apiAddr+"/health")
-	waitHealthy(t, ctx, p, "http://"+proxyAddr+"/healthz")
+	harness.WaitHealthy(t, ctx, p, "http://"+apiAddr+"/health")
+	harness.WaitHealthy(t, ctx, p, "http://"+proxyAddr+"/healthz")
 
 	control := startControl(t, f, token)
 	suiteCtx, suiteCancel := context.WithTimeout(context.Background(), suiteTimeout)
@@ -249,51 +247,4 @@ func startControl(t *testing.T, f *fleet.Fleet, token string) string {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func randomHex(t *testing.T) string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
-func waitHealthy(t *testing.T, ctx context.Context, p *testbin.Process, url string) {
-	t.Helper()
-	last := "no answer yet"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		if err := p.ExitErr(); err != nil {
-			return false, err
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		resp.Body.Close()
-		last = resp.Status
-		return resp.StatusCode/100 == 2, nil
-	})
-	if err != nil {
-		t.Fatal(errors.Join(fmt.Errorf("%s (%s)", url, last), err), "\n", p.LogTail(60))
-	}
 }

@@ -1,0 +1,423 @@
+package chart_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
+)
+
+// defaultObjects is the default render, as `helm template --include-crds`
+// lists it: 16 objects (kind/namespace/name).
+var defaultObjects = []string{
+	"APIService//v1beta1.agents.x-k8s.io",
+	"Certificate/" + releaseNamespace + "/sandbox-apiserver-ca",
+	"Certificate/" + releaseNamespace + "/sandbox-apiserver-serving",
+	"ClusterRole//sandbox-apiserver",
+	"ClusterRoleBinding//sandbox-apiserver",
+	"ClusterRoleBinding//sandbox-apiserver:system:auth-delegator",
+	"CustomResourceDefinition//nodeinventories.sandbox.cocoonstack.io",
+	"Deployment/" + releaseNamespace + "/sandbox-apiserver",
+	"Issuer/" + releaseNamespace + "/sandbox-apiserver-ca",
+	"Issuer/" + releaseNamespace + "/sandbox-apiserver-selfsigned",
+	"PodDisruptionBudget/" + releaseNamespace + "/sandbox-apiserver",
+	"Role/" + releaseNamespace + "/sandbox-apiserver-leader-election",
+	"RoleBinding/" + releaseNamespace + "/sandbox-apiserver-leader-election",
+	"RoleBinding/kube-system/sandbox-apiserver-auth-reader",
+	"Service/" + releaseNamespace + "/sandbox-apiserver",
+	"ServiceAccount/" + releaseNamespace + "/sandbox-apiserver",
+}
+
+// e2bObjects are what apiserver.e2b.enabled=true adds: the e2b Service and
+// the envd proxy.
+var e2bObjects = []string{
+	"ClusterRole//sandbox-envd-proxy",
+	"ClusterRoleBinding//sandbox-envd-proxy",
+	"Deployment/" + releaseNamespace + "/sandbox-envd-proxy",
+	"Service/" + releaseNamespace + "/sandbox-apiserver-e2b",
+	"Service/" + releaseNamespace + "/sandbox-envd-proxy",
+	"ServiceAccount/" + releaseNamespace + "/sandbox-envd-proxy",
+}
+
+func sorted(parts ...[]string) []string {
+	var all []string
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+func assertObjects(t *testing.T, objs []object, want []string) {
+	t.Helper()
+	got := keys(objs)
+	if !slices.Equal(got, want) {
+		t.Fatalf("rendered %d objects, want %d:\n got: %s\nwant: %s",
+			len(got), len(want), strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
+
+func TestDefaultRenderIs16Objects(t *testing.T) {
+	objs := mustRender(t)
+	if len(defaultObjects) != 16 {
+		t.Fatalf("the expected list itself has %d entries", len(defaultObjects))
+	}
+	assertObjects(t, objs, sorted(defaultObjects))
+}
+
+func TestE2BRenderIs22Objects(t *testing.T) {
+	objs := mustRender(t, e2bSets...)
+	want := sorted(defaultObjects, e2bObjects)
+	if len(want) != 22 {
+		t.Fatalf("the expected list itself has %d entries", len(want))
+	}
+	assertObjects(t, objs, want)
+}
+
+func TestE2BWithEnvdSecretValueIs23Objects(t *testing.T) {
+	objs := mustRender(t, with(e2bSets,
+		"apiserver.e2b.envdSecret.secretName=",
+		"apiserver.e2b.envdSecret.value=s3cr3t-envd-key")...)
+	want := sorted(defaultObjects, e2bObjects, []string{"Secret/" + releaseNamespace + "/sandbox-envd-secret"})
+	if len(want) != 23 {
+		t.Fatalf("the expected list itself has %d entries", len(want))
+	}
+	assertObjects(t, objs, want)
+
+	secret := find(t, objs, "Secret", "sandbox-envd-secret")
+	enc, _, _ := unstructured.NestedString(secret.Object, "data", "secret")
+	if dec, err := base64.StdEncoding.DecodeString(enc); err != nil || string(dec) != "s3cr3t-envd-key" {
+		t.Fatalf("rendered envd secret data.secret = %q (%v), want the value base64-encoded", enc, err)
+	}
+	// Both consumers mount the rendered Secret.
+	for _, name := range []string{"sandbox-apiserver", "sandbox-envd-proxy"} {
+		d := find(t, objs, "Deployment", name)
+		if got := secretVolumes(t, d); !slices.Contains(got, "sandbox-envd-secret") {
+			t.Errorf("Deployment %s mounts secrets %v, want sandbox-envd-secret among them", name, got)
+		}
+	}
+}
+
+func TestCertManagerDisabledNeedsCABundle(t *testing.T) {
+	objs := mustRender(t, "certManager.enabled=false", "certManager.caBundle=Q0EK")
+	if len(objs) != 12 {
+		t.Fatalf("rendered %d objects without cert-manager, want 12: %v", len(objs), keys(objs))
+	}
+	for _, o := range objs {
+		if strings.HasPrefix(o.u.GetAPIVersion(), "cert-manager.io/") {
+			t.Errorf("cert-manager object %s rendered with certManager.enabled=false", o.key())
+		}
+	}
+	api := find(t, objs, "APIService", "v1beta1.agents.x-k8s.io")
+	if ca, _, _ := unstructured.NestedString(api.Object, "spec", "caBundle"); ca != "Q0EK" {
+		t.Errorf("APIService caBundle = %q, want the value of certManager.caBundle", ca)
+	}
+	if _, ok := api.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+		t.Error("APIService asks cainjector for a CA although cert-manager is off")
+	}
+}
+
+func TestRequiredValuesFailTheRender(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		msg  string
+	}{
+		{
+			name: "e2b without api key secret",
+			sets: with(e2bSets, "apiserver.e2b.apiKeySecret.name="),
+			msg:  "apiserver.e2b.apiKeySecret.name is required when apiserver.e2b.enabled is true",
+		},
+		{
+			name: "e2b without envd secret",
+			sets: with(e2bSets, "apiserver.e2b.envdSecret.secretName="),
+			msg:  "apiserver.e2b.envdSecret.value or apiserver.e2b.envdSecret.secretName is required when apiserver.e2b.enabled is true",
+		},
+		{
+			name: "e2b without domain",
+			sets: with(e2bSets, "apiserver.e2b.domain="),
+			msg:  "apiserver.e2b.domain is required when apiserver.e2b.enabled is true",
+		},
+		{
+			name: "e2b alone",
+			sets: []string{"apiserver.e2b.enabled=true"},
+			msg:  "apiserver.e2b.apiKeySecret.name is required when apiserver.e2b.enabled is true",
+		},
+		{
+			name: "cert-manager off without CA bundle",
+			sets: []string{"certManager.enabled=false"},
+			msg:  "certManager.caBundle is required when certManager.enabled is false",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render(t, tc.sets...)
+			if err == nil {
+				t.Fatalf("render succeeded, want the failure %q", tc.msg)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("render failed with %q, want %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// scenarios are the value sets every structural test runs over.
+var scenarios = map[string][]string{
+	"default":            nil,
+	"e2b":                e2bSets,
+	"e2b-envd-value":     with(e2bSets, "apiserver.e2b.envdSecret.secretName=", "apiserver.e2b.envdSecret.value=k"),
+	"e2b-full":           with(e2bSets, "apiserver.e2b.builds.enabled=true", "apiserver.e2b.builds.s3.bucket=b", "apiserver.e2b.builds.s3.region=r", "apiserver.e2b.envdVersion=0.8.1", "apiserver.e2b.defaultTimeoutSeconds=600", "apiserver.e2b.templateAliases[0]=base img:1 small", "envdProxy.tlsSecretName=wildcard-tls", "envdProxy.namespace=team-a"),
+	"no-cert-manager":    {"certManager.enabled=false", "certManager.caBundle=Q0EK"},
+	"no-token-no-driver": {"apiserver.warmPoolDriver=false", "apiserver.sandboxdToken.secretName="},
+}
+
+// TestObjectsDecodeStrictly decodes every object of a kind the Kubernetes
+// schemes know into its Go type with unknown and duplicate fields rejected,
+// so a misspelt or misplaced field fails here rather than at install.
+func TestObjectsDecodeStrictly(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	for name, sets := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range mustRender(t, sets...) {
+				_, _, err := decoder.Decode([]byte(o.raw), nil, nil)
+				switch {
+				case err == nil:
+				case runtime.IsNotRegisteredError(err) && o.u.GetAPIVersion() == "cert-manager.io/v1":
+					// cert-manager's types are not vendored; parsed above.
+				default:
+					t.Errorf("%s (%s): %v", o.key(), o.source, err)
+				}
+				if ns := o.u.GetNamespace(); ns != "" && ns != releaseNamespace &&
+					!(ns == "kube-system" && o.u.GetName() == "sandbox-apiserver-auth-reader") {
+					t.Errorf("%s is in namespace %q, want the release namespace", o.key(), ns)
+				}
+			}
+		})
+	}
+}
+
+// TestChartCRDIsTheGeneratedOne: Helm installs, byte for byte, the CRD that
+// tools/codegen.sh generates from the Go types, and nothing else from crds/.
+func TestChartCRDIsTheGeneratedOne(t *testing.T) {
+	c := loadChart(t)
+	got := c.CRDObjects()
+	if len(got) != 1 {
+		t.Fatalf("chart has %d CRDs, want 1 (it ships no upstream CRD)", len(got))
+	}
+	if got[0].File.Name != nodeInventoryCRDPath || !bytes.Equal(got[0].File.Data, crds.NodeInventoryYAML) {
+		t.Fatalf("chart CRD %s differs from the generated %s", got[0].File.Name, nodeInventoryCRDPath)
+	}
+	crd := find(t, mustRender(t), "CustomResourceDefinition", "nodeinventories.sandbox.cocoonstack.io")
+	if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); g != "sandbox.cocoonstack.io" {
+		t.Fatalf("CRD group %q", g)
+	}
+}
+
+func TestImageTagsDefaultToLatest(t *testing.T) {
+	objs := mustRender(t, e2bSets...)
+	for name, want := range map[string]string{
+		"sandbox-apiserver":  "ghcr.io/cocoonstack/sandbox-apiserver:latest",
+		"sandbox-envd-proxy": "ghcr.io/cocoonstack/sandbox-envd-proxy:latest",
+	} {
+		if got := container(t, find(t, objs, "Deployment", name))["image"]; got != want {
+			t.Errorf("%s image = %v, want %s", name, got, want)
+		}
+	}
+	objs = mustRender(t, with(e2bSets, "apiserver.image.tag=v1.2.3", "envdProxy.image.tag=v1.2.4")...)
+	if got := container(t, find(t, objs, "Deployment", "sandbox-envd-proxy"))["image"]; got != "ghcr.io/cocoonstack/sandbox-envd-proxy:v1.2.4" {
+		t.Errorf("pinned proxy image = %v", got)
+	}
+}
+
+// TestPodsRunLocked: both Deployments run as the images' non-root user on a
+// read-only root filesystem, probe /healthz, and pass the pod namespace down
+// (the warm-pool driver's lease namespace).
+func TestPodsRunLocked(t *testing.T) {
+	objs := mustRender(t, e2bSets...)
+	for name, scheme := range map[string]string{"sandbox-apiserver": "HTTPS", "sandbox-envd-proxy": "HTTP"} {
+		t.Run(name, func(t *testing.T) {
+			d := find(t, objs, "Deployment", name)
+			pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+			if v, _, _ := unstructured.NestedBool(pod, "securityContext", "runAsNonRoot"); !v {
+				t.Error("pod securityContext.runAsNonRoot is not true")
+			}
+			if v, _, _ := unstructured.NestedFieldNoCopy(pod, "securityContext", "runAsUser"); v != float64(65532) {
+				t.Errorf("pod runAsUser = %v, want 65532 (the images' user)", v)
+			}
+			c := container(t, d)
+			if v, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !v {
+				t.Error("readOnlyRootFilesystem is not true")
+			}
+			if v, found, _ := unstructured.NestedBool(c, "securityContext", "allowPrivilegeEscalation"); !found || v {
+				t.Error("allowPrivilegeEscalation is not false")
+			}
+			path, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path")
+			got, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "scheme")
+			if path != "/healthz" || got != scheme {
+				t.Errorf("liveness probe %s %s, want %s /healthz", got, path, scheme)
+			}
+			if _, ok := c["readinessProbe"]; !ok {
+				t.Error("no readiness probe")
+			}
+			env, _, _ := unstructured.NestedSlice(c, "env")
+			found := false
+			for _, e := range env {
+				m := e.(map[string]any)
+				fp, _, _ := unstructured.NestedString(m, "valueFrom", "fieldRef", "fieldPath")
+				found = found || (m["name"] == "POD_NAMESPACE" && fp == "metadata.namespace")
+			}
+			if !found {
+				t.Error("POD_NAMESPACE does not come from metadata.namespace")
+			}
+		})
+	}
+	// With its TLS secret the proxy serves, and is probed over, HTTPS.
+	objs = mustRender(t, with(e2bSets, "envdProxy.tlsSecretName=wildcard")...)
+	c := container(t, find(t, objs, "Deployment", "sandbox-envd-proxy"))
+	if got, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "scheme"); got != "HTTPS" {
+		t.Errorf("proxy with TLS probed over %s", got)
+	}
+}
+
+func TestRBAC(t *testing.T) {
+	objs := mustRender(t, e2bSets...)
+	role := find(t, objs, "ClusterRole", "sandbox-apiserver")
+	for _, want := range []struct{ group, resource, verb string }{
+		{"sandbox.cocoonstack.io", "nodeinventories", "watch"},
+		{"extensions.agents.x-k8s.io", "sandboxwarmpools", "list"},
+		{"extensions.agents.x-k8s.io", "sandboxtemplates", "watch"},
+		{"extensions.agents.x-k8s.io", "sandboxwarmpools/status", "patch"},
+		{"events.k8s.io", "events", "create"},
+	} {
+		if !grants(role, want.group, want.resource, want.verb) {
+			t.Errorf("ClusterRole sandbox-apiserver does not grant %s on %s.%s", want.verb, want.resource, want.group)
+		}
+	}
+	if grants(role, "sandbox.cocoonstack.io", "nodeinventories", "update") {
+		t.Error("the apiserver may write NodeInventory; it only reads it")
+	}
+	proxy := find(t, objs, "ClusterRole", "sandbox-envd-proxy")
+	rules, _, _ := unstructured.NestedSlice(proxy.Object, "rules")
+	if len(rules) != 1 || !grants(proxy, "sandbox.cocoonstack.io", "nodeinventories", "list") {
+		t.Errorf("proxy ClusterRole rules = %v, want only get/list/watch on nodeinventories", rules)
+	}
+	if !grants(find(t, objs, "Role", "sandbox-apiserver-leader-election"), "coordination.k8s.io", "leases", "update") {
+		t.Error("leader-election Role does not grant update on leases")
+	}
+
+	for name, ref := range map[string]string{
+		"sandbox-apiserver-auth-reader":           "extension-apiserver-authentication-reader",
+		"sandbox-apiserver:system:auth-delegator": "system:auth-delegator",
+		"sandbox-apiserver-leader-election":       "sandbox-apiserver-leader-election",
+		"sandbox-apiserver":                       "sandbox-apiserver",
+		"sandbox-envd-proxy":                      "sandbox-envd-proxy",
+	} {
+		var b *unstructured.Unstructured
+		for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+			if has(objs, kind, name) {
+				b = find(t, objs, kind, name)
+			}
+		}
+		if b == nil {
+			t.Errorf("no binding %s", name)
+			continue
+		}
+		if got, _, _ := unstructured.NestedString(b.Object, "roleRef", "name"); got != ref {
+			t.Errorf("binding %s refers to %s, want %s", name, got, ref)
+		}
+		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+		for _, s := range subjects {
+			if ns := s.(map[string]any)["namespace"]; ns != releaseNamespace {
+				t.Errorf("binding %s names a subject in %v, want %s", name, ns, releaseNamespace)
+			}
+		}
+	}
+}
+
+// TestBuildAffinityNeverPinsTheAggregatedAPI: build status polls need
+// ClientIP affinity, which only the e2b Service carries.
+func TestBuildAffinityNeverPinsTheAggregatedAPI(t *testing.T) {
+	objs := mustRender(t, with(e2bSets, "apiserver.e2b.builds.enabled=true")...)
+	if got, _, _ := unstructured.NestedString(find(t, objs, "Service", "sandbox-apiserver-e2b").Object, "spec", "sessionAffinity"); got != "ClientIP" {
+		t.Errorf("e2b Service sessionAffinity = %q with builds on, want ClientIP", got)
+	}
+	if got, _, _ := unstructured.NestedString(find(t, objs, "Service", "sandbox-apiserver").Object, "spec", "sessionAffinity"); got != "" {
+		t.Errorf("aggregated API Service sessionAffinity = %q, want none", got)
+	}
+}
+
+func TestAPIServiceShadowsTheSandboxCRD(t *testing.T) {
+	objs := mustRender(t)
+	api := find(t, objs, "APIService", "v1beta1.agents.x-k8s.io")
+	spec, _, _ := unstructured.NestedMap(api.Object, "spec")
+	svc, _, _ := unstructured.NestedMap(spec, "service")
+	if spec["group"] != "agents.x-k8s.io" || spec["version"] != "v1beta1" ||
+		svc["name"] != "sandbox-apiserver" || svc["namespace"] != releaseNamespace {
+		t.Fatalf("APIService spec = %v", spec)
+	}
+	if got := api.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != releaseNamespace+"/sandbox-apiserver-serving" {
+		t.Errorf("inject-ca-from = %q, want the serving Certificate", got)
+	}
+	cert := find(t, objs, "Certificate", "sandbox-apiserver-serving")
+	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if !slices.Contains(dns, "sandbox-apiserver."+releaseNamespace+".svc") {
+		t.Errorf("serving certificate names %v, want the Service's DNS name", dns)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	if got := secretVolumes(t, find(t, objs, "Deployment", "sandbox-apiserver")); !slices.Contains(got, secret) {
+		t.Errorf("apiserver mounts %v, not the serving certificate's Secret %s", got, secret)
+	}
+}
+
+func container(t *testing.T, d *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 {
+		t.Fatalf("%s has %d containers, want 1", d.GetName(), len(cs))
+	}
+	return cs[0].(map[string]any)
+}
+
+func secretVolumes(t *testing.T, d *unstructured.Unstructured) []string {
+	t.Helper()
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	var names []string
+	for _, v := range vols {
+		if n, ok, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func grants(role *unstructured.Unstructured, group, resource, verb string) bool {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		m := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(m, "resources")
+		verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+		if slices.Contains(groups, group) && slices.Contains(resources, resource) && slices.Contains(verbs, verb) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,175 @@
+package chart_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
+	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+)
+
+// apiserverFlags is the sandbox-apiserver command line as far as its option
+// sets are importable: the generic apiserver's recommended options, the
+// sandboxd token, the inventory window and the e2b surface's --e2b-* flags
+// are the real registrations; the flags package main defines itself
+// (--enable-warm-pool-driver, --enable-e2b-api, ...) and the build API's
+// flags are declared here as the configuration reference gives them.
+func apiserverFlags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sandbox-apiserver", pflag.ContinueOnError)
+	server.NewRecommendedOptions().AddFlags(fs)
+	(&sandboxes.TokenOptions{}).AddFlags(fs)
+	inventory.AddFlags(fs, inventory.NewOptions())
+	e2b.NewOptions().AddFlags(fs)
+
+	// package main (src/cmd/sandbox-apiserver).
+	fs.Bool("enable-warm-pool-driver", true, "")
+	fs.Duration("warm-pool-sync-interval", 0, "")
+	fs.Bool("enable-e2b-api", false, "")
+
+	// The e2b template build API, per the configuration reference.
+	for _, name := range []string{"e2b-builds", "e2b-build-store-s3-force-path-style"} {
+		fs.Bool(name, false, "")
+	}
+	for _, name := range []string{
+		"e2b-build-dir", "e2b-build-store-s3-bucket", "e2b-build-store-s3-prefix",
+		"e2b-build-store-s3-endpoint", "e2b-build-store-s3-region",
+	} {
+		fs.String(name, "", "")
+	}
+	fs.Int("e2b-build-parallel", 0, "")
+	fs.Duration("e2b-build-timeout", 0, "")
+	fs.Int("e2b-build-log-lines", 0, "")
+	fs.Int64("e2b-build-upload-max", 0, "")
+	return fs
+}
+
+// proxyFlags is sandbox-envd-proxy's command line per the configuration
+// reference, except --inventory-stale-after, which is the shared
+// registration every inventory reader uses.
+func proxyFlags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sandbox-envd-proxy", pflag.ContinueOnError)
+	for _, name := range []string{
+		"bind-address", "domain", "namespace", "tls-cert-file", "tls-private-key-file",
+		"e2b-envd-secret-file",
+	} {
+		fs.String(name, "", "")
+	}
+	fs.Bool("guest-http2", false, "")
+	(&sandboxes.TokenOptions{}).AddFlags(fs)
+	inventory.AddFlags(fs, inventory.NewOptions())
+	return fs
+}
+
+// TestRenderedArgsParse parses every rendered Deployment's args with its
+// binary's flag set: an unknown flag, or a value of the wrong type, fails.
+func TestRenderedArgsParse(t *testing.T) {
+	flagSets := map[string]func() *pflag.FlagSet{
+		"sandbox-apiserver":  apiserverFlags,
+		"sandbox-envd-proxy": proxyFlags,
+	}
+	for name, sets := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range mustRender(t, sets...) {
+				if o.u.GetKind() != "Deployment" {
+					continue
+				}
+				newFS, ok := flagSets[o.u.GetName()]
+				if !ok {
+					t.Fatalf("no flag set for Deployment %s", o.u.GetName())
+				}
+				args, _, _ := unstructured.NestedStringSlice(container(t, o.u), "args")
+				fs := newFS()
+				fs.SetOutput(discard{})
+				if err := fs.Parse(args); err != nil {
+					t.Errorf("%s args %q: %v", o.u.GetName(), args, err)
+				}
+				if fs.NArg() != 0 {
+					t.Errorf("%s has positional args %v", o.u.GetName(), fs.Args())
+				}
+				for _, a := range args {
+					if !strings.HasPrefix(a, "--") || !strings.Contains(a, "=") {
+						t.Errorf("%s arg %q is not --flag=value", o.u.GetName(), a)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRenderedArgsCarryTheValues spot-checks that values reach the flags
+// the configuration reference maps them to.
+func TestRenderedArgsCarryTheValues(t *testing.T) {
+	objs := mustRender(t, scenarios["e2b-full"]...)
+	api := apiserverFlags()
+	api.SetOutput(discard{})
+	args, _, _ := unstructured.NestedStringSlice(container(t, find(t, objs, "Deployment", "sandbox-apiserver")), "args")
+	if err := api.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{
+		"secure-port":               "6443",
+		"enable-warm-pool-driver":   "true",
+		"enable-e2b-api":            "true",
+		"e2b-bind-address":          ":8080",
+		"e2b-domain":                "sandbox.example.com",
+		"e2b-namespace":             "default",
+		"e2b-envd-version":          "0.8.1",
+		"e2b-default-timeout":       "600",
+		"e2b-builds":                "true",
+		"e2b-build-store-s3-bucket": "b",
+		"sandboxd-token-file":       "/var/run/sandbox-apiserver/sandboxd-token/token",
+		"inventory-stale-after":     (90 * time.Second).String(),
+	} {
+		if got := api.Lookup(flag).Value.String(); got != want {
+			t.Errorf("sandbox-apiserver --%s = %q, want %q", flag, got, want)
+		}
+	}
+	if !api.Lookup("e2b-template-alias-file").Changed || !api.Lookup("tls-cert-file").Changed {
+		t.Error("template alias file or TLS cert not passed")
+	}
+
+	proxy := proxyFlags()
+	proxy.SetOutput(discard{})
+	args, _, _ = unstructured.NestedStringSlice(container(t, find(t, objs, "Deployment", "sandbox-envd-proxy")), "args")
+	if err := proxy.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{
+		"bind-address":         ":8443",
+		"domain":               "sandbox.example.com",
+		"namespace":            "team-a",
+		"tls-cert-file":        "/var/run/sandbox-envd-proxy/tls/tls.crt",
+		"tls-private-key-file": "/var/run/sandbox-envd-proxy/tls/tls.key",
+		"e2b-envd-secret-file": "/var/run/sandbox-envd-proxy/envd-secret/secret",
+		"sandboxd-token-file":  "/var/run/sandbox-envd-proxy/sandboxd-token/token",
+	} {
+		if got := proxy.Lookup(flag).Value.String(); got != want {
+			t.Errorf("sandbox-envd-proxy --%s = %q, want %q", flag, got, want)
+		}
+	}
+
+	// The chart's "every namespace" default must be passed explicitly: the
+	// binary's own default is "default".
+	objs = mustRender(t, e2bSets...)
+	args, _, _ = unstructured.NestedStringSlice(container(t, find(t, objs, "Deployment", "sandbox-envd-proxy")), "args")
+	proxy = proxyFlags()
+	if err := proxy.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if f := proxy.Lookup("namespace"); !f.Changed || f.Value.String() != "" {
+		t.Errorf("proxy --namespace changed=%v value=%q, want an explicit empty value", f.Changed, f.Value.String())
+	}
+	if got := proxy.Lookup("domain").Value.String(); got != "sandbox.example.com" {
+		t.Errorf("proxy --domain = %q, want the fallback to apiserver.e2b.domain", got)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,95 @@
+{{/*
+Names are fixed rather than release-prefixed: the APIService, the RBAC and the
+e2b Service are referred to by these names from outside the chart (docs,
+wildcard DNS, E2B_API_URL), so the release name is free.
+*/}}
+{{- define "sandbox-operator.apiserverName" -}}sandbox-apiserver{{- end }}
+{{- define "sandbox-operator.e2bName" -}}sandbox-apiserver-e2b{{- end }}
+{{- define "sandbox-operator.proxyName" -}}sandbox-envd-proxy{{- end }}
+{{- define "sandbox-operator.envdSecretRenderedName" -}}sandbox-envd-secret{{- end }}
+{{- define "sandbox-operator.aliasesName" -}}sandbox-apiserver-e2b-aliases{{- end }}
+
+{{/* Labels every object carries. */}}
+{{- define "sandbox-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/part-of: sandbox-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+Selector labels. They leave out the release name so a renamed release
+can adopt the Deployments (selectors are immutable).
+*/}}
+{{- define "sandbox-operator.apiserverSelector" -}}
+app.kubernetes.io/name: sandbox-apiserver
+app.kubernetes.io/component: apiserver
+{{- end }}
+{{- define "sandbox-operator.proxySelector" -}}
+app.kubernetes.io/name: sandbox-envd-proxy
+app.kubernetes.io/component: envd-proxy
+{{- end }}
+
+{{- define "sandbox-operator.apiserverImage" -}}
+{{ .Values.apiserver.image.repository }}:{{ .Values.apiserver.image.tag | default "latest" }}
+{{- end }}
+{{- define "sandbox-operator.proxyImage" -}}
+{{ .Values.envdProxy.image.repository }}:{{ .Values.envdProxy.image.tag | default "latest" }}
+{{- end }}
+
+{{/* The envd proxy's --domain: its own value, else the e2b surface's. */}}
+{{- define "sandbox-operator.proxyDomain" -}}
+{{ .Values.envdProxy.domain | default .Values.apiserver.e2b.domain }}
+{{- end }}
+
+{{/* The Secret holding the envd secret: the rendered one when a value is set. */}}
+{{- define "sandbox-operator.envdSecretName" -}}
+{{- if .Values.apiserver.e2b.envdSecret.value -}}
+{{ include "sandbox-operator.envdSecretRenderedName" . }}
+{{- else -}}
+{{ .Values.apiserver.e2b.envdSecret.secretName }}
+{{- end -}}
+{{- end }}
+
+{{/*
+validate fails the render on a value set that would deploy something broken:
+the e2b surface without keys (it refuses to serve unauthenticated), without an
+envd secret or without a domain (no reachable data plane), and an APIService
+whose CA nobody supplies. templates/validate.yaml runs it on every render.
+*/}}
+{{- define "sandbox-operator.validate" -}}
+{{- $e2b := .Values.apiserver.e2b -}}
+{{- if $e2b.enabled -}}
+{{- if not $e2b.apiKeySecret.name -}}
+{{- fail "apiserver.e2b.apiKeySecret.name is required when apiserver.e2b.enabled is true" -}}
+{{- end -}}
+{{- if not (or $e2b.envdSecret.value $e2b.envdSecret.secretName) -}}
+{{- fail "apiserver.e2b.envdSecret.value or apiserver.e2b.envdSecret.secretName is required when apiserver.e2b.enabled is true" -}}
+{{- end -}}
+{{- if not $e2b.domain -}}
+{{- fail "apiserver.e2b.domain is required when apiserver.e2b.enabled is true" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not .Values.certManager.enabled) (not .Values.certManager.caBundle) -}}
+{{- fail "certManager.caBundle is required when certManager.enabled is false" -}}
+{{- end -}}
+{{- end }}
+
+{{/* Pod-level security context shared by both Deployments. */}}
+{{- define "sandbox-operator.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* Container-level security context shared by both Deployments. */}}
+{{- define "sandbox-operator.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+{{- end }}
