@@ -1,9 +1,12 @@
 package chart_test
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,8 +21,9 @@ import (
 // sets are importable: the generic apiserver's recommended options, the
 // sandboxd token, the inventory window and the e2b surface's --e2b-* flags
 // are the real registrations; the flags package main defines itself
-// (--enable-warm-pool-driver, --enable-e2b-api, ...) and the build API's
-// flags are declared here as the configuration reference gives them.
+// (--enable-warm-pool-driver, --enable-e2b-api, ...) are declared here.
+// TestRenderedArgsAcceptedByTheBinaries checks the same args against the
+// real binaries.
 func apiserverFlags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sandbox-apiserver", pflag.ContinueOnError)
 	server.NewRecommendedOptions().AddFlags(fs)
@@ -32,20 +36,6 @@ func apiserverFlags() *pflag.FlagSet {
 	fs.Duration("warm-pool-sync-interval", 0, "")
 	fs.Bool("enable-e2b-api", false, "")
 
-	// The e2b template build API, per the configuration reference.
-	for _, name := range []string{"e2b-builds", "e2b-build-store-s3-force-path-style"} {
-		fs.Bool(name, false, "")
-	}
-	for _, name := range []string{
-		"e2b-build-dir", "e2b-build-store-s3-bucket", "e2b-build-store-s3-prefix",
-		"e2b-build-store-s3-endpoint", "e2b-build-store-s3-region",
-	} {
-		fs.String(name, "", "")
-	}
-	fs.Int("e2b-build-parallel", 0, "")
-	fs.Duration("e2b-build-timeout", 0, "")
-	fs.Int("e2b-build-log-lines", 0, "")
-	fs.Int64("e2b-build-upload-max", 0, "")
 	return fs
 }
 
@@ -113,18 +103,16 @@ func TestRenderedArgsCarryTheValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for flag, want := range map[string]string{
-		"secure-port":               "6443",
-		"enable-warm-pool-driver":   "true",
-		"enable-e2b-api":            "true",
-		"e2b-bind-address":          ":8080",
-		"e2b-domain":                "sandbox.example.com",
-		"e2b-namespace":             "default",
-		"e2b-envd-version":          "0.8.1",
-		"e2b-default-timeout":       "600",
-		"e2b-builds":                "true",
-		"e2b-build-store-s3-bucket": "b",
-		"sandboxd-token-file":       "/var/run/sandbox-apiserver/sandboxd-token/token",
-		"inventory-stale-after":     (90 * time.Second).String(),
+		"secure-port":             "6443",
+		"enable-warm-pool-driver": "true",
+		"enable-e2b-api":          "true",
+		"e2b-bind-address":        ":8080",
+		"e2b-domain":              "sandbox.example.com",
+		"e2b-namespace":           "default",
+		"e2b-envd-version":        "0.8.1",
+		"e2b-default-timeout":     "600",
+		"sandboxd-token-file":     "/var/run/sandbox-apiserver/sandboxd-token/token",
+		"inventory-stale-after":   (90 * time.Second).String(),
 	} {
 		if got := api.Lookup(flag).Value.String(); got != want {
 			t.Errorf("sandbox-apiserver --%s = %q, want %q", flag, got, want)
@@ -173,3 +161,42 @@ func TestRenderedArgsCarryTheValues(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestRenderedArgsAcceptedByTheBinaries hands every rendered Deployment's
+// args to the real binary, with --help: the binary parses every flag
+// before it prints its help, so an unknown flag or a malformed value exits
+// non-zero. This covers the flags package main defines, which the flag sets
+// above only declare.
+func TestRenderedArgsAcceptedByTheBinaries(t *testing.T) {
+	binaries := map[string]string{
+		"sandbox-apiserver":  testbin.Path(t, "SANDBOX_APISERVER", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver"),
+		"sandbox-envd-proxy": testbin.Path(t, "SANDBOX_ENVD_PROXY", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-envd-proxy"),
+	}
+	for name, sets := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range mustRender(t, sets...) {
+				if o.u.GetKind() != "Deployment" {
+					continue
+				}
+				binary, ok := binaries[o.u.GetName()]
+				if !ok {
+					t.Fatalf("no binary for Deployment %s", o.u.GetName())
+				}
+				args, _, _ := unstructured.NestedStringSlice(container(t, o.u), "args")
+				cmd := exec.Command(binary, append(args, "--help")...)
+				cmd.Env = []string{"OPERATOR_LOG_LEVEL=error"}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s %q --help: %v\n%s", o.u.GetName(), args, err, lastLines(string(out), 5))
+				}
+			}
+		})
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -70,6 +70,9 @@ whose CA nobody supplies. templates/validate.yaml runs it on every render.
 {{- fail "apiserver.e2b.domain is required when apiserver.e2b.enabled is true" -}}
 {{- end -}}
 {{- end -}}
+{{- if $e2b.builds.enabled -}}
+{{- fail "apiserver.e2b.builds.enabled: the e2b template build API (--e2b-builds) is not implemented by this release" -}}
+{{- end -}}
 {{- if and (not .Values.certManager.enabled) (not .Values.certManager.caBundle) -}}
 {{- fail "certManager.caBundle is required when certManager.enabled is false" -}}
 {{- end -}}
