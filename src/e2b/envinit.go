@@ -12,11 +12,16 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
-// initEnv hands a new sandbox its env vars the way e2b's orchestrator
-// does: envd's internal POST /init, here through the node's guest-port
-// relay with the sandbox's own token, authenticated to envd with the
-// derived access token.
-func (s *Server) initEnv(ctx context.Context, claimed Claimed, access string, env map[string]string) error {
+// initEnvd hands a new sandbox's envd its access token and env vars the
+// way e2b's orchestrator does: envd's internal POST /init, here through the
+// node's guest-port relay with the sandbox's own token. envd checks the
+// access token on every request and verifies signed file URLs against it,
+// so it must hold the token the SDK was given: a guest image that derives
+// it itself already does (the header proves it), one that starts without a
+// token takes it here. Without this a real envd would check nothing, and a
+// signed-URL request (which the envd proxy admits without a token, leaving
+// the signature to envd) would reach files unchecked.
+func (s *Server) initEnvd(ctx context.Context, claimed Claimed, access string, env map[string]string) error {
 	node, err := s.fleet.Node(claimed.Sandbox)
 	if err != nil {
 		return err
@@ -31,7 +36,7 @@ func (s *Server) initEnv(ctx context.Context, claimed Claimed, access string, en
 		DisableKeepAlives: true,
 	}
 	defer tr.CloseIdleConnections()
-	body, err := json.Marshal(envdInit{EnvVars: env})
+	body, err := json.Marshal(envdInit{AccessToken: access, EnvVars: env})
 	if err != nil {
 		return err
 	}

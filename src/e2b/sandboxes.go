@@ -66,13 +66,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.ClaimToken)
-	if len(req.EnvVars) > 0 {
-		if err := s.initEnv(r.Context(), claimed, access, req.EnvVars); err != nil {
-			s.log.Warn("e2b create: handing env vars to envd failed; releasing the sandbox", "sandbox", claimed.ID, "err", err)
-			s.releaseQuietly(claimed.Sandbox)
-			writeError(w, http.StatusBadGateway, "the sandbox's envd did not take its environment variables; nothing was created")
-			return
-		}
+	if err := s.initEnvd(r.Context(), claimed, access, req.EnvVars); err != nil {
+		s.log.Warn("e2b create: initializing envd failed; releasing the sandbox", "sandbox", claimed.ID, "err", err)
+		s.releaseQuietly(claimed.Sandbox)
+		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized; nothing was created")
+		return
 	}
 	s.tracked.put(claimed.ID, record{
 		namespace: c.namespace, templateID: req.TemplateID, alias: alias,

@@ -396,8 +396,18 @@ func TestInitFailureReleasesTheSandbox(t *testing.T) {
 	if len(list) != 0 {
 		t.Errorf("list after a failed create = %+v", list)
 	}
-	// Without env vars no /init is needed, and the create succeeds.
-	e.create(t, keyA, nil)
+	// Every create initializes envd (its access token), so without an envd
+	// even a create with no env vars fails, and leaves nothing behind.
+	r = e.do(t, http.MethodPost, "/v2/sandboxes", keyA, `{"templateID":"base","allow_internet_access":false}`)
+	if r.status != http.StatusBadGateway {
+		t.Fatalf("create with no envd = %d %s, want 502", r.status, r.body)
+	}
+	for e.live(t) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the half-made sandbox was not released")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestListFiltersAndPagination(t *testing.T) {

@@ -135,9 +135,11 @@ type errorBody struct {
 }
 
 // envdInit is the part of envd's internal POST /init body this surface
-// sends: e2b's orchestrator hands a sandbox its env vars this way.
+// sends: e2b's orchestrator hands a sandbox its access token and env vars
+// this way.
 type envdInit struct {
-	EnvVars map[string]string `json:"envVars"`
+	AccessToken string            `json:"accessToken"`
+	EnvVars     map[string]string `json:"envVars,omitempty"`
 }
 
 // Sandbox states in e2b's vocabulary.

@@ -23,11 +23,18 @@ const (
 	opWrite = "write"
 )
 
-// tokenMatches compares got with the configured access token in constant
-// time. Both sides are hashed first so that not even the token's length
-// leaks through timing.
-func (g *Guest) tokenMatches(got string) bool {
-	want := sha256.Sum256([]byte(g.cfg.AccessToken))
+// currentToken is the access token in force: Config.AccessToken, or the
+// one the last POST /init set. Empty means the guest checks none.
+func (g *Guest) currentToken() string {
+	g.envMu.RLock()
+	defer g.envMu.RUnlock()
+	return g.accessToken
+}
+
+// tokenMatches compares got with token in constant time. Both sides are
+// hashed first so that not even the token's length leaks through timing.
+func tokenMatches(token, got string) bool {
+	want := sha256.Sum256([]byte(token))
 	have := sha256.Sum256([]byte(got))
 	return subtle.ConstantTimeCompare(want[:], have[:]) == 1
 }
@@ -37,13 +44,11 @@ func (g *Guest) tokenMatches(got string) bool {
 // token, as envd does. The refusal is an HTTP 401 even for RPC paths;
 // Connect clients read that as Unauthenticated.
 func (g *Guest) requireAccessToken(next http.Handler) http.Handler {
-	if g.cfg.AccessToken == "" {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		open := (r.Method == http.MethodGet && r.URL.Path == "/health") ||
+		token := g.currentToken()
+		open := token == "" || (r.Method == http.MethodGet && r.URL.Path == "/health") ||
 			((r.Method == http.MethodGet || r.Method == http.MethodPost) && r.URL.Path == "/files")
-		if !open && !g.tokenMatches(r.Header.Get(accessTokenHeader)) {
+		if !open && !tokenMatches(token, r.Header.Get(accessTokenHeader)) {
 			writeJSONError(w, http.StatusUnauthorized,
 				"unauthorized access: provide a valid access token, or a signed URL where supported")
 			return
@@ -56,11 +61,12 @@ func (g *Guest) requireAccessToken(next http.Handler) http.Handler {
 // token or a valid signature for this path, operation and user. A token
 // that is present but wrong is refused even next to a good signature.
 func (g *Guest) authorizeFileURL(r *http.Request, op string) error {
-	if g.cfg.AccessToken == "" {
+	token := g.currentToken()
+	if token == "" {
 		return nil
 	}
 	if tok := r.Header.Get(accessTokenHeader); tok != "" {
-		if !g.tokenMatches(tok) {
+		if !tokenMatches(token, tok) {
 			return errors.New("access token present in header but does not match")
 		}
 		return nil
@@ -77,7 +83,7 @@ func (g *Guest) authorizeFileURL(r *http.Request, op string) error {
 		}
 		exp = &v
 	}
-	want := fileSignature(q.Get("path"), op, q.Get("username"), g.cfg.AccessToken, exp)
+	want := fileSignature(q.Get("path"), op, q.Get("username"), token, exp)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
 		return errors.New("invalid signature")
 	}

@@ -36,9 +36,11 @@ type Guest struct {
 	handler http.Handler
 
 	// envMu guards envs, the sandbox-wide environment: Config.Envs plus
-	// whatever POST /init merged in since.
-	envMu sync.RWMutex
-	envs  map[string]string
+	// whatever POST /init merged in since, and accessToken: Config.AccessToken
+	// until a POST /init sets another.
+	envMu       sync.RWMutex
+	envs        map[string]string
+	accessToken string
 }
 
 var _ http.Handler = (*Guest)(nil)
@@ -55,7 +57,7 @@ func NewHandler(cfg Config) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Guest{cfg: cfg, home: h, procs: newProcessTable(), envs: maps.Clone(cfg.Envs)}
+	g := &Guest{cfg: cfg, home: h, procs: newProcessTable(), envs: maps.Clone(cfg.Envs), accessToken: cfg.AccessToken}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", g.serveHealth)

@@ -13,12 +13,13 @@ import (
 const maxInitBodyBytes = 1 << 20
 
 // initRequest is envd's internal POST /init body, with which e2b's
-// orchestrator sets up a freshly started sandbox. Only envVars changes
-// anything here; the other fields (accessToken, timestamp, defaultUser,
+// orchestrator sets up a freshly started sandbox. envVars and accessToken
+// change the guest; the other fields (timestamp, defaultUser,
 // defaultWorkdir, hyperloopIP, volumeMounts, …) are accepted and ignored,
-// because the simulator's token and user are fixed by its Config.
+// because the simulator's user is fixed by its Config.
 type initRequest struct {
-	EnvVars map[string]string `json:"envVars"`
+	EnvVars     map[string]string `json:"envVars"`
+	AccessToken *string           `json:"accessToken"`
 }
 
 // serveInit merges the body's envVars into the sandbox-wide environment
@@ -53,6 +54,12 @@ func (g *Guest) serveInit(w http.ResponseWriter, r *http.Request) {
 		g.envs = map[string]string{}
 	}
 	maps.Copy(g.envs, req.EnvVars)
+	// Like envd, the token in force guards /init itself (see
+	// requireAccessToken), so only a caller holding it, or anyone while
+	// none is set, may set another.
+	if req.AccessToken != nil {
+		g.accessToken = *req.AccessToken
+	}
 	g.envMu.Unlock()
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)

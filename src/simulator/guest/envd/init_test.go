@@ -39,7 +39,7 @@ func TestInitMergesEnvVars(t *testing.T) {
 		t.Errorf("init with a bad name = %d, want 400", code)
 	}
 	// Other /init fields are accepted and change nothing.
-	body := `{"envVars":{"OVERRIDE":"init","NEW":"v 1"},"accessToken":"ignored","defaultUser":"user","timestamp":"2026-01-01T00:00:00Z"}`
+	body := `{"envVars":{"OVERRIDE":"init","NEW":"v 1"},"defaultUser":"user","timestamp":"2026-01-01T00:00:00Z"}`
 	if code := post(testToken, body); code != http.StatusNoContent {
 		t.Fatalf("init = %d, want 204", code)
 	}
@@ -72,5 +72,47 @@ func TestInitMergesEnvVars(t *testing.T) {
 	o = run(t, f.process(wires[0]), &processpb.StartRequest{Process: cfg})
 	if got := o.stdout.String(); got != "request" {
 		t.Errorf("request env = %q, want it to win over /init", got)
+	}
+}
+
+// TestInitSetsAccessToken: like envd, a guest started without a token
+// takes the one POST /init hands it, and from then on refuses requests
+// (including another /init) without it; the token in force guards /init.
+func TestInitSetsAccessToken(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.AccessToken = "" })
+	do := func(method, path, token, body string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(testContext(t), method, f.srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.client(false, token).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := do(http.MethodGet, "/envs", "", ""); code != http.StatusOK {
+		t.Fatalf("GET /envs on a tokenless guest = %d, want 200", code)
+	}
+	if code := do(http.MethodPost, "/init", "", `{"accessToken":"t-1"}`); code != http.StatusNoContent {
+		t.Fatalf("init setting a token = %d, want 204", code)
+	}
+	if code := do(http.MethodGet, "/envs", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("GET /envs without the token /init set = %d, want 401", code)
+	}
+	if code := do(http.MethodGet, "/envs", "t-1", ""); code != http.StatusOK {
+		t.Errorf("GET /envs with the token /init set = %d, want 200", code)
+	}
+	if code := do(http.MethodPost, "/init", "", `{"accessToken":"mine"}`); code != http.StatusUnauthorized {
+		t.Errorf("a second init without the token in force = %d, want 401", code)
+	}
+	if code := do(http.MethodPost, "/init", "t-1", `{"accessToken":"t-2"}`); code != http.StatusNoContent {
+		t.Fatalf("init by the token holder = %d, want 204", code)
+	}
+	if code := do(http.MethodGet, "/envs", "t-1", ""); code != http.StatusUnauthorized {
+		t.Errorf("the replaced token still works: %d", code)
 	}
 }
