@@ -42,6 +42,9 @@ type env struct {
 type envOptions struct {
 	warm   int
 	noEnvd bool
+	// tokenlessEnvd starts every guest without an access token, as a real
+	// envd starts before anything calls its POST /init.
+	tokenlessEnvd bool
 	anon   bool // serve anonymous callers instead of keys
 	fleet  func(e2b.Fleet) e2b.Fleet
 }
@@ -60,7 +63,10 @@ func newEnv(t testing.TB, o envOptions) *env {
 			{Template: image, Net: "none", Size: "medium", Warm: 1},
 		},
 	}
-	if !o.noEnvd {
+	switch {
+	case o.tokenlessEnvd:
+		cfg.Envd = &fleet.EnvdConfig{}
+	case !o.noEnvd:
 		cfg.Envd = &fleet.EnvdConfig{Secret: envdSecret}
 	}
 	f, err := fleet.Start(context.Background(), cfg)

@@ -179,10 +179,20 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
 
 // answerWithToken answers e2b's Sandbox with the envd access token, which
 // derives from the claim token the node keeps (read with the root token).
+// It first hands envd that token (POST /init, see initEnvd): a sandbox
+// that was not created through this surface (kubectl, another replica's
+// secret rotation) may hold none yet, and an envd without one would check
+// neither tokens nor signed URLs.
 func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb Sandbox, status int) {
-	access, err := s.accessToken(r, sb)
+	claimToken, err := s.claimToken(r, sb)
 	if err != nil {
 		s.fleetError(w, err, "read the sandbox's token")
+		return
+	}
+	access := envdtoken.Derive(s.cfg.EnvdSecret, claimToken)
+	if err := s.initEnvd(r.Context(), Claimed{Sandbox: sb, ClaimToken: claimToken}, access, nil); err != nil {
+		s.log.Warn("e2b connect: initializing envd failed", "sandbox", sb.ID, "err", err)
+		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized")
 		return
 	}
 	var recp *record
@@ -196,7 +206,8 @@ func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb Sand
 // sandbox's token: the fleet token is not the node's root api_token.
 var errNoClaimToken = errors.New("the node did not return the sandbox's token; the fleet sandboxd token must be the nodes' root api_token")
 
-func (s *Server) accessToken(r *http.Request, sb Sandbox) (string, error) {
+// claimToken reads the sandbox's own sandboxd token from its node.
+func (s *Server) claimToken(r *http.Request, sb Sandbox) (string, error) {
 	cl, err := s.fleet.Node(sb)
 	if err != nil {
 		return "", err
@@ -208,7 +219,7 @@ func (s *Server) accessToken(r *http.Request, sb Sandbox) (string, error) {
 	if row.Token == "" {
 		return "", errNoClaimToken
 	}
-	return envdtoken.Derive(s.cfg.EnvdSecret, row.Token), nil
+	return row.Token, nil
 }
 
 // metrics is GET /sandboxes/{id}/metrics: one point, the node's current

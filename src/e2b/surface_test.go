@@ -600,3 +600,47 @@ func TestFleetFailuresMapToStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvdGetsTheAccessToken: an envd that starts without a token (as a
+// real one does) holds the derived token after a create through the
+// surface, and after a connect to a sandbox claimed some other way (a
+// kubectl create): from then on it refuses requests without the token.
+func TestEnvdGetsTheAccessToken(t *testing.T) {
+	e := newEnv(t, envOptions{tokenlessEnvd: true})
+	c := e.create(t, keyA, nil)
+	id, _ := sandboxid.Canonical(c.SandboxID)
+	if r := e.envdGet(t, id, "", "/envs"); r.status != http.StatusUnauthorized {
+		t.Errorf("envd without a token after create = %d, want 401", r.status)
+	}
+	if r := e.envdGet(t, id, c.EnvdAccessToken, "/envs"); r.status != http.StatusOK {
+		t.Errorf("envd with the token create returned = %d, want 200", r.status)
+	}
+
+	// A sandbox claimed straight from a node, in team-a, as kubectl would.
+	cl, err := sandboxd.New(e.fleet.Addrs()[0], sandboxd.WithToken(rootToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := cl.Claim(context.Background(), sandboxd.ClaimRequest{Template: image, ClaimRef: "team-a/from-kubectl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.envdGet(t, claim.ID, "", "/envs"); r.status != http.StatusOK {
+		t.Fatalf("a fresh tokenless envd = %d, want 200", r.status)
+	}
+	var conn created
+	r := e.do(t, http.MethodPost, "/sandboxes/"+claim.ID+"/connect", keyA, `{"timeout":60}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("connect = %d %s", r.status, r.body)
+	}
+	r.decode(t, &conn)
+	if conn.EnvdAccessToken != derived(claim.Token) {
+		t.Fatalf("connect returned a token that does not derive from the claim")
+	}
+	if r := e.envdGet(t, claim.ID, "", "/envs"); r.status != http.StatusUnauthorized {
+		t.Errorf("envd without a token after connect = %d, want 401", r.status)
+	}
+	if r := e.envdGet(t, claim.ID, conn.EnvdAccessToken, "/envs"); r.status != http.StatusOK {
+		t.Errorf("envd with the token connect returned = %d, want 200", r.status)
+	}
+}
