@@ -45,8 +45,8 @@ type envOptions struct {
 	// tokenlessEnvd starts every guest without an access token, as a real
 	// envd starts before anything calls its POST /init.
 	tokenlessEnvd bool
-	anon   bool // serve anonymous callers instead of keys
-	fleet  func(e2b.Fleet) e2b.Fleet
+	anon          bool // serve anonymous callers instead of keys
+	fleet         func(e2b.Fleet) e2b.Fleet
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
