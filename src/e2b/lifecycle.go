@@ -95,7 +95,10 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, c caller) {
 		var apiErr *sandboxd.APIError
 		if errors.Is(err, sandboxd.ErrConflict) {
 			msg := "this sandbox cannot be paused"
-			if errors.As(err, &apiErr) && apiErr.Message != "" {
+			switch {
+			case sb.Key.Net == NetEgress:
+				msg = "a sandbox with internet access stays running and cannot be paused; create it with allowInternetAccess: false to pause it"
+			case errors.As(err, &apiErr) && apiErr.Message != "":
 				msg += ": " + apiErr.Message
 			}
 			writeError(w, http.StatusBadRequest, msg)

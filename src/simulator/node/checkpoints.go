@@ -36,6 +36,9 @@ func (n *Node) createCheckpoint(c caller, id string, req sandboxd.CheckpointRequ
 	}
 	n.mu.Lock()
 	sb, aerr := n.parentLocked(c, id, req.Token)
+	if aerr == nil {
+		aerr = staysLive(sb, "checkpoint")
+	}
 	if aerr != nil {
 		n.mu.Unlock()
 		return sandboxd.Checkpoint{}, aerr

@@ -63,6 +63,9 @@ func (n *Node) release(id, bearer string) *apiError {
 func (n *Node) hibernate(id, bearer string) *apiError {
 	n.mu.Lock()
 	sb, err := n.sandboxByTokenLocked(id, bearer, true)
+	if err == nil {
+		err = staysLive(sb, "hibernate")
+	}
 	if err != nil {
 		n.mu.Unlock()
 		return err
@@ -141,6 +144,17 @@ func (n *Node) parentLocked(c caller, id, bodyToken string) (*sandbox, *apiError
 	return nil, errNotFound
 }
 
+// staysLive refuses the verbs that snapshot a sandbox on the egress lane.
+// sandboxd keeps those guests live from claim to release: a resume from a
+// snapshot would run the guest before its fresh NIC is locked again, so
+// hibernate, fork, checkpoint (and promote) answer 409 there.
+func staysLive(sb *sandbox, verb string) *apiError {
+	if sb.key.Net == netEgress {
+		return errorf(http.StatusConflict, "%s: egress-lane sandboxes stay live (no hibernate, fork or checkpoint)", verb)
+	}
+	return nil
+}
+
 func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.Claim, *apiError) {
 	if req.Count < 1 || req.Count > n.cfg.MaxForkCount {
 		return nil, errorf(http.StatusBadRequest, "count must be 1-%d", n.cfg.MaxForkCount)
@@ -151,6 +165,9 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 	}
 	n.mu.Lock()
 	parent, aerr := n.parentLocked(c, id, req.Token)
+	if aerr == nil {
+		aerr = staysLive(parent, "fork")
+	}
 	if aerr != nil {
 		n.mu.Unlock()
 		return nil, aerr
@@ -201,7 +218,7 @@ func (n *Node) ReapExpired() int {
 		case !now.Before(sb.deadline):
 			n.removeLocked(sb)
 			reaped = append(reaped, sb)
-		case sb.idleHibernate > 0 && !sb.hibernated && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
+		case sb.idleHibernate > 0 && sb.key.Net != netEgress && !sb.hibernated && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
 			n.hibernateLocked(sb)
 			hibernated = append(hibernated, sb)
 		}

@@ -8,7 +8,7 @@
 // alias); E2E_REPORT (where to write facts for the harness).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Sandbox, AuthenticationError, NotFoundError, SandboxNotFoundError } from 'e2b'
+import { Sandbox, AuthenticationError, NotFoundError, SandboxError, SandboxNotFoundError } from 'e2b'
 import { env, rawApi, fetchAsWildcardHost, allPages, report, near } from './lib.mjs'
 
 const otherKey = env('E2E_OTHER_KEY')
@@ -97,7 +97,9 @@ test('setTimeout renews the lease on the node', async () => {
 })
 
 test('pause, pause again, then connect wakes the sandbox', async () => {
-  const sbx = await create()
+  // Only the isolated lane hibernates: sandboxd keeps internet-facing
+  // (egress-lane) sandboxes live from claim to release.
+  const sbx = await create({ allowInternetAccess: false })
   await sbx.files.write('state.txt', 'kept across pause')
   assert.equal(await sbx.pause(), true)
   assert.equal(await sbx.pause(), false, 'pausing a paused sandbox reports false (409)')
@@ -109,6 +111,14 @@ test('pause, pause again, then connect wakes the sandbox', async () => {
   assert.equal((await again.getInfo()).state, 'running')
   assert.equal(await again.files.read('state.txt'), 'kept across pause')
   await again.kill()
+})
+
+test('pausing a sandbox with internet access is refused, and it keeps running', async () => {
+  const sbx = await create()
+  await assert.rejects(sbx.pause(), (err) => err instanceof SandboxError && /allowInternetAccess: false/.test(err.message))
+  assert.equal((await sbx.getInfo()).state, 'running')
+  assert.equal((await sbx.commands.run('echo still')).stdout, 'still\n')
+  await sbx.kill()
 })
 
 test('commands, files and a signed download URL go through the envd proxy', async () => {

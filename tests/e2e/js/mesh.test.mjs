@@ -56,7 +56,8 @@ test('a create that enters a node with no warm VM follows its redirect', async (
 })
 
 test('commands, files, pause and connect through the in-process data plane', async () => {
-  const sbx = await Sandbox.create()
+  // Pausing needs the isolated lane (egress-lane sandboxes stay live).
+  const sbx = await Sandbox.create({ allowInternetAccess: false })
   live.push(sbx)
   const r = await sbx.commands.run('echo hello')
   assert.equal(r.stdout, 'hello\n')

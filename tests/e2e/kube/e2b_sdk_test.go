@@ -111,7 +111,7 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		Customize: func(i int, cfg *node.Config) {
 			cfg.Pools = []sandboxd.PoolSpec{
 				{Template: imageBase, Net: "egress", Warm: 3},
-				{Template: imageBase, Net: "none", Warm: 1},
+				{Template: imageBase, Net: "none", Warm: 2},
 				{Template: imageDirect, Net: "egress", Warm: 2},
 			}
 		},

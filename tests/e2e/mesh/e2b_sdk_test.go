@@ -73,7 +73,7 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 		Envd:             &fleet.EnvdConfig{Secret: []byte(secret)},
 		ScratchRoot:      filepath.Join(dir, "scratch"),
 		Customize: func(i int, cfg *node.Config) {
-			cfg.Pools = []sandboxd.PoolSpec{{Template: imageBase, Net: "egress", Warm: 2}}
+			cfg.Pools = []sandboxd.PoolSpec{{Template: imageBase, Net: "egress", Warm: 2}, {Template: imageBase, Net: "none", Warm: 1}}
 			switch i {
 			case 1:
 				cfg.Pools = append(cfg.Pools, sandboxd.PoolSpec{Template: imageSolo, Net: "egress", Warm: soloWarm1})
