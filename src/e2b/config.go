@@ -46,6 +46,12 @@ type Config struct {
 	RequestTimeout time.Duration
 	// InitTimeout bounds the envd /init call that hands over env vars.
 	InitTimeout time.Duration
+	// AutoPauseLead is how long before an autoPause sandbox's timeout the
+	// surface hibernates it, so the node never reaches the lease's end.
+	AutoPauseLead time.Duration
+	// AutoPauseRetention is the lease an auto-paused sandbox gets: how long
+	// it is kept paused (the node clamps it to its max_ttl).
+	AutoPauseRetention time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger logs; default slog.Default().
@@ -54,10 +60,12 @@ type Config struct {
 
 // Defaults of Config's tuning fields.
 const (
-	DefaultMaxTracked        = 100000
-	DefaultRetryAfterSeconds = 1
-	DefaultRequestTimeout    = 60 * time.Second
-	DefaultInitTimeout       = 15 * time.Second
+	DefaultMaxTracked         = 100000
+	DefaultRetryAfterSeconds  = 1
+	DefaultRequestTimeout     = 60 * time.Second
+	DefaultInitTimeout        = 15 * time.Second
+	DefaultAutoPauseLead      = 5 * time.Second
+	DefaultAutoPauseRetention = 24 * time.Hour
 )
 
 // Template is what an alias resolves to: a pool image and a size.
@@ -203,6 +211,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.AutoPauseLead <= 0 {
+		c.AutoPauseLead = DefaultAutoPauseLead
+	}
+	if c.AutoPauseRetention <= 0 {
+		c.AutoPauseRetention = DefaultAutoPauseRetention
 	}
 	if c.InitTimeout <= 0 {
 		c.InitTimeout = DefaultInitTimeout

@@ -47,6 +47,8 @@ type envOptions struct {
 	tokenlessEnvd bool
 	anon          bool // serve anonymous callers instead of keys
 	fleet         func(e2b.Fleet) e2b.Fleet
+	// config adjusts the surface's Config.
+	config func(*e2b.Config)
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -99,10 +101,14 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.anon {
 		scfg.Keys, scfg.AllowAnonymous = e2b.APIKeys{}, true
 	}
+	if o.config != nil {
+		o.config(&scfg)
+	}
 	srv, err := e2b.NewServer(scfg, fl, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Close)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	tr := &http.Transport{}

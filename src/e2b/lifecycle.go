@@ -13,8 +13,9 @@ import (
 // maxRefreshSeconds is e2b's bound on a refresh's duration.
 const maxRefreshSeconds = 3600
 
-// renew sets the sandbox's lease to ttl seconds from now on its node and
-// keeps the metadata for as long.
+// renew sets the sandbox's lease to ttl seconds from now on its node,
+// keeps the metadata for as long, and moves an autoPause sandbox's pause
+// to the new timeout.
 func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb Sandbox, ttl int) bool {
 	deadline, err := s.fleet.Renew(r.Context(), sb, ttl)
 	if err != nil {
@@ -22,6 +23,9 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb Sandbox, ttl i
 		return false
 	}
 	s.tracked.extend(sb.ID, deadline)
+	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok && rec.autoPause {
+		s.pauser.schedule(sb, deadline)
+	}
 	return true
 }
 
@@ -170,8 +174,17 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
 			return
 		}
 		status = http.StatusCreated
-	}
-	if req.Timeout != nil && *req.Timeout > 0 {
+		// A resumed sandbox runs for the connect's timeout (the default when
+		// it names none), not for whatever lease it was kept paused under.
+		ttl := int(s.cfg.DefaultTimeout / time.Second)
+		if req.Timeout != nil && *req.Timeout > 0 {
+			ttl = *req.Timeout
+		}
+		if !s.renew(w, r, sb, ttl) {
+			return
+		}
+	} else if req.Timeout != nil && *req.Timeout > 0 {
+		// A running sandbox's lease only ever grows on connect.
 		want := s.cfg.Now().Add(time.Duration(*req.Timeout) * time.Second)
 		if want.After(sb.Deadline) && !s.renew(w, r, sb, *req.Timeout) {
 			return

@@ -57,6 +57,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
 		key.Net = NetNone
 	}
+	autoPause := req.AutoPause != nil && *req.AutoPause
+	if autoPause && key.Net == NetEgress {
+		writeError(w, http.StatusBadRequest, "autoPause needs allowInternetAccess: false: a sandbox with internet access stays running and cannot be paused")
+		return
+	}
 
 	claimed, err := s.fleet.Claim(r.Context(), ClaimRequest{
 		Namespace: c.namespace, Name: claimName(), Key: key, TTLSeconds: ttl,
@@ -74,8 +79,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	s.tracked.put(claimed.ID, record{
 		namespace: c.namespace, templateID: req.TemplateID, alias: alias,
-		metadata: req.Metadata, internet: req.AllowInternetAccess, deadline: claimed.Deadline,
+		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause, deadline: claimed.Deadline,
 	})
+	if autoPause {
+		s.pauser.schedule(claimed.Sandbox, claimed.Deadline)
+	}
 	writeJSON(w, http.StatusCreated, s.sandboxResponse(claimed.Sandbox, alias, access))
 }
 
@@ -87,8 +95,6 @@ func validateCreate(req *newSandboxRequest) string {
 		return "templateID is required"
 	case req.Timeout != nil && *req.Timeout < 0:
 		return fmt.Sprintf("timeout must not be negative, got %d", *req.Timeout)
-	case req.AutoPause != nil && *req.AutoPause:
-		return "autoPause is not supported: a sandbox is removed when its timeout passes (pause it explicitly instead)"
 	case isSet(req.VolumeMounts):
 		return "volumeMounts are not supported"
 	case isSet(req.IAM):
@@ -167,6 +173,7 @@ func (s *Server) releaseQuietly(sb Sandbox) {
 		s.log.Error("e2b: could not release an abandoned sandbox; its lease will reap it", "sandbox", sb.ID, "err", err)
 	}
 	s.tracked.drop(sb.ID)
+	s.pauser.cancel(sb.ID)
 }
 
 // listed renders a sandbox for a list or get.
@@ -451,5 +458,6 @@ func (s *Server) killSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	s.tracked.drop(sb.ID)
+	s.pauser.cancel(sb.ID)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -47,6 +47,7 @@ type Server struct {
 	fleet   Fleet
 	log     *slog.Logger
 	tracked *tracker
+	pauser  *autoPauser
 	mux     *http.ServeMux
 }
 
@@ -65,6 +66,7 @@ func NewServer(cfg Config, fleet Fleet, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, fleet: fleet, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Now)}
+	s.pauser = newAutoPauser(fleet, cfg.Logger, cfg.Now, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.serveHealth)
 
@@ -90,6 +92,10 @@ func NewServer(cfg Config, fleet Fleet, logger *slog.Logger) (*Server, error) {
 	s.mux = mux
 	return s, nil
 }
+
+// Close stops the auto-pauses this process has scheduled (see autoPauser)
+// and waits for any under way; call it when the surface stops serving.
+func (s *Server) Close() { s.pauser.close() }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

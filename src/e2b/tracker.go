@@ -18,9 +18,11 @@ type record struct {
 	alias      string
 	metadata   map[string]string
 	internet   *bool
-	deadline   time.Time
-	index      int // in the expiry heap
-	id         string
+	// autoPause is e2b's onTimeout "pause": see autoPauser.
+	autoPause bool
+	deadline  time.Time
+	index     int // in the expiry heap
+	id        string
 }
 
 // tracker keeps records by canonical sandbox id, bounded: a record goes

@@ -20,9 +20,10 @@ const e2bShutdownTimeout = 10 * time.Second
 // its own listener beside the secure port, over the same Service and
 // inventory the aggregated API serves from.
 type e2bSurface struct {
-	logger *slog.Logger
-	addr   string
-	srv    *http.Server
+	logger  *slog.Logger
+	addr    string
+	surface *e2b.Server
+	srv     *http.Server
 	// bound is the address actually listened on, once started.
 	bound string
 }
@@ -43,8 +44,9 @@ func newE2BSurface(logger *slog.Logger, o *options, f *fleet, token string) (*e2
 		logger.Warn("the e2b surface serves anonymous callers (--e2b-allow-anonymous): anyone who reaches the port can claim sandboxes")
 	}
 	return &e2bSurface{
-		logger: logger,
-		addr:   o.e2b.BindAddress,
+		logger:  logger,
+		addr:    o.e2b.BindAddress,
+		surface: handler,
 		srv: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -83,6 +85,9 @@ func (s *e2bSurface) start(ctx context.Context, stop context.CancelFunc) (<-chan
 			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 				err = serr
 			}
+		}
+		if s.surface != nil {
+			s.surface.Close()
 		}
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil

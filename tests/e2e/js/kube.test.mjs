@@ -113,6 +113,22 @@ test('pause, pause again, then connect wakes the sandbox', async () => {
   await again.kill()
 })
 
+test('lifecycle onTimeout "pause" pauses the sandbox at its timeout; connect resumes it', async () => {
+  // The surface pauses an autoPause sandbox a few seconds before its
+  // timeout (5 s by default), so an 8 s timeout pauses within seconds.
+  const sbx = await create({ allowInternetAccess: false, timeoutMs: 8_000, lifecycle: { onTimeout: 'pause' } })
+  await sbx.files.write('auto.txt', 'survives the auto-pause')
+  const deadline = Date.now() + 60_000
+  while ((await sbx.getInfo()).state !== 'paused') {
+    assert.ok(Date.now() < deadline, 'the sandbox was not paused at its timeout')
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 })
+  assert.equal((await again.getInfo()).state, 'running')
+  assert.equal(await again.files.read('auto.txt'), 'survives the auto-pause')
+  await again.kill()
+})
+
 test('pausing a sandbox with internet access is refused, and it keeps running', async () => {
   const sbx = await create()
   await assert.rejects(sbx.pause(), (err) => err instanceof SandboxError && /allowInternetAccess: false/.test(err.message))

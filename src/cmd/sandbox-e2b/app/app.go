@@ -61,6 +61,7 @@ type Config struct {
 type App struct {
 	Mesh *mesh.Mesh
 
+	surface *e2b.Server
 	logger  *slog.Logger
 	apiLn   net.Listener
 	proxyLn net.Listener
@@ -101,7 +102,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 		wrap = func(_ string, h http.Handler) http.Handler { return h }
 	}
 
-	a := &App{Mesh: m, logger: logger, errs: make(chan error, 2)}
+	a := &App{Mesh: m, surface: surface, logger: logger, errs: make(chan error, 2)}
 	var proxy http.Handler
 	if cfg.ProxyAddress != "" {
 		p, err := envdproxy.New(envdproxy.Config{
@@ -192,7 +193,8 @@ func (a *App) ProxyAddr() net.Addr {
 func (a *App) Err() <-chan error { return a.errs }
 
 // Shutdown stops accepting, drains in-flight requests until ctx ends,
-// stops the mesh refresh and waits for every goroutine.
+// stops the surface's scheduled auto-pauses and the mesh refresh, and waits
+// for every goroutine.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	for _, s := range a.servers {
@@ -201,6 +203,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 			_ = s.Close()
 		}
 	}
+	a.surface.Close()
 	a.cancel()
 	a.wg.Wait()
 	return errors.Join(errs...)
