@@ -19,7 +19,8 @@ import (
 
 // BenchmarkCreate compares one sandbox create through the e2b surface
 // (SDK-shaped HTTP request over loopback, key check, template
-// resolution, the fleet's claim, the answer with the derived envd token)
+// resolution, the fleet's claim, envd's POST /init through the node's
+// relay, the answer with the derived envd token)
 // with the bare sandboxd claim it wraps, on the same one-node simulator
 // whose pool refills instantly, so every claim is a warm hit. Releases
 // run outside the timer.
@@ -28,6 +29,8 @@ func BenchmarkCreate(b *testing.B) {
 	f, err := fleet.Start(context.Background(), fleet.Config{
 		RootToken: rootToken, EchoPorts: []int{},
 		Pools: []sandboxd.PoolSpec{{Template: image, Net: "none", Size: "small", Warm: warm}},
+		// Every e2b create hands envd its access token (POST /init).
+		Envd: &fleet.EnvdConfig{Secret: envdSecret},
 	})
 	if err != nil {
 		b.Fatal(err)
