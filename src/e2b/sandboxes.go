@@ -339,18 +339,9 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 		writeError(w, http.StatusBadRequest, "order must be asc or desc")
 		return
 	}
-	limit, ok := parseLimit(w, q.Get("limit"))
+	limit, after, ok := parsePage(w, q)
 	if !ok {
 		return
-	}
-	var after *cursor
-	if v := q.Get("nextToken"); v != "" {
-		cur, err := parseCursor(v)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid nextToken")
-			return
-		}
-		after = &cur
 	}
 	all, err := s.listAll(r.Context(), c, f, desc)
 	if err != nil {
@@ -373,6 +364,22 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 		w.Header().Set("X-Next-Token", cursor{at: last.StartedAt, id: last.SandboxID}.String())
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// parsePage reads a list's limit and nextToken; a bad one is answered 400.
+func parsePage(w http.ResponseWriter, q url.Values) (limit int, after *cursor, ok bool) {
+	if limit, ok = parseLimit(w, q.Get("limit")); !ok {
+		return 0, nil, false
+	}
+	if v := q.Get("nextToken"); v != "" {
+		cur, err := parseCursor(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid nextToken")
+			return 0, nil, false
+		}
+		after = &cur
+	}
+	return limit, after, true
 }
 
 func parseLimit(w http.ResponseWriter, raw string) (int, bool) {

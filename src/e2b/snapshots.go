@@ -107,18 +107,9 @@ func (s *Server) namespaceCheckpoints(w http.ResponseWriter, ctx context.Context
 // paginated like the sandbox list (newest first).
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller) {
 	q := r.URL.Query()
-	limit, ok := parseLimit(w, q.Get("limit"))
+	limit, after, ok := parsePage(w, q)
 	if !ok {
 		return
-	}
-	var after *cursor
-	if v := q.Get("nextToken"); v != "" {
-		cur, err := parseCursor(v)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid nextToken")
-			return
-		}
-		after = &cur
 	}
 	wantSandbox := ""
 	if v := q.Get("sandboxID"); v != "" {
