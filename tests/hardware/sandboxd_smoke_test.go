@@ -5,7 +5,10 @@
 //
 //	SANDBOXD_ADDR      host:port of a sandboxd node
 //	SANDBOXD_TOKEN     its root api_token
-//	SANDBOXD_TEMPLATE  a template with a warm pool on that node
+//	SANDBOXD_TEMPLATE  a template with a warm pool on that node (for the e2b
+//	                   smoke: an e2b-rt image, envd installed, none lane)
+//	SANDBOXD_ENVD_VERSION  optional: the envd version the image ships
+//	                   (/etc/envd-version), reported by the e2b surface
 //
 // Without SANDBOXD_ADDR they skip.
 package hardware_test
