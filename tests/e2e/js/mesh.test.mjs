@@ -9,7 +9,6 @@ import { Sandbox, SandboxNotFoundError } from 'e2b'
 import { env, allPages } from './lib.mjs'
 
 const control = env('E2E_CONTROL_URL')
-const refreshMs = Number(env('E2E_MESH_REFRESH_MS'))
 
 async function ctl(method, path) {
   const res = await fetch(control + path, { method })
@@ -92,9 +91,10 @@ test('a node killed mid-run leaves the view; the rest keep working', async () =>
 
   await ctl('POST', '/kill?node=2')
 
-  // Within a couple of refreshes the dead node's sandboxes stop being
-  // listed, and every survivor still is.
-  const deadline = Date.now() + 3 * refreshMs + 30_000
+  // The dead node's sandboxes stop being listed (a list asks every node;
+  // one that does not answer contributes nothing), and every survivor
+  // still is.
+  const deadline = Date.now() + 60_000
   let ids
   for (;;) {
     ids = new Set((await allPages(Sandbox.list())).map((s) => s.sandboxId))
