@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/tests/testbin"
-
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 // apiserverFlags is the sandbox-apiserver command line as far as its option

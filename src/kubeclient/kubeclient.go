@@ -6,12 +6,15 @@ package kubeclient
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 )
 
 // RESTConfig is the kubeconfig at path, else the one $KUBECONFIG names,
@@ -46,4 +49,16 @@ func RouteKlog(logger *slog.Logger, level slog.Level) {
 	}
 	_ = fs.Set("v", verbosity)
 	klog.SetSlogLogger(logger)
+}
+
+// ProcessLogger is the logger of a binary that talks to Kubernetes: the
+// level from OPERATOR_LOG_LEVEL (see package oplog), klog routed into it.
+func ProcessLogger(w io.Writer) (*slog.Logger, error) {
+	level, err := oplog.ParseLevel(os.Getenv(oplog.LevelEnv))
+	if err != nil {
+		return nil, err
+	}
+	logger := oplog.New(w, level)
+	RouteKlog(logger, level)
+	return logger, nil
 }

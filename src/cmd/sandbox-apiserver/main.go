@@ -16,9 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
-
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -34,6 +31,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 )
@@ -110,13 +108,11 @@ func (o *options) validate() error {
 }
 
 func run(args []string, stderr io.Writer) int {
-	level, err := oplog.ParseLevel(os.Getenv(oplog.LevelEnv))
+	logger, err := kubeclient.ProcessLogger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
 		return 2
 	}
-	logger := oplog.New(stderr, level)
-	kubeclient.RouteKlog(logger, level)
 
 	o := newOptions()
 	fs := o.flagSet()

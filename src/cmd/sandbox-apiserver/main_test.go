@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
-
 	"github.com/spf13/pflag"
+
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 )
 
 func TestUnknownLogLevelFailsStartup(t *testing.T) {

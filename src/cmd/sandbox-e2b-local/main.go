@@ -21,12 +21,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
-
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"

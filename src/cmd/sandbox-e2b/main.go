@@ -13,11 +13,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
-
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 )
 
 // Exit codes: 2 is the conventional one for a bad command line.

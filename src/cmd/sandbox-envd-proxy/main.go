@@ -18,9 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
-
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -30,6 +27,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy/inventorylocator"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 )
 
@@ -144,13 +142,11 @@ func (o *options) loadCredentials() (*credentials, error) {
 }
 
 func run(args []string, stderr io.Writer) int {
-	level, err := oplog.ParseLevel(os.Getenv(oplog.LevelEnv))
+	logger, err := kubeclient.ProcessLogger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return 2
 	}
-	logger := oplog.New(stderr, level)
-	kubeclient.RouteKlog(logger, level)
 
 	o := newOptions()
 	fs := o.flagSet()

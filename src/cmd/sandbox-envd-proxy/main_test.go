@@ -24,8 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )

@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +31,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )

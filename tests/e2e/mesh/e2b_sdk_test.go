@@ -21,14 +21,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
-
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
