@@ -51,7 +51,9 @@ type pki struct {
 
 // newPKI generates all certificates and keys. ECDSA P-256 keeps generation
 // in the low milliseconds even on a loaded machine.
-func newPKI() (*pki, error) {
+// newPKI makes the cluster's certificates; the serving certificate also
+// names extraIPs (a node cluster's service and node addresses).
+func newPKI(extraIPs []net.IP) (*pki, error) {
 	var (
 		p   pki
 		err error
@@ -63,7 +65,7 @@ func newPKI() (*pki, error) {
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, extraIPs...),
 	}); err != nil {
 		return nil, err
 	}

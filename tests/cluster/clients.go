@@ -4,9 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -70,4 +75,20 @@ func (c *Cluster) writeKubeconfig(name string) (string, error) {
 		return "", fmt.Errorf("write kubeconfig for %s: %w", name, err)
 	}
 	return path, nil
+}
+
+// RESTMapping maps a kind to its resource through the cluster's discovery
+// (asked afresh each call, so CRDs and aggregated APIs installed since are
+// known).
+func (c *Cluster) RESTMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.AdminConfig())
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", gvk, err)
+	}
+	return m, nil
 }

@@ -21,6 +21,7 @@ type Cluster struct {
 	etcd       *etcdServer
 	apiserver  *apiServerProcess
 	pki        *pki
+	files      pkiFiles
 	users      userTable
 	host       string
 	kubeconfig string
@@ -88,7 +89,7 @@ func (c *Cluster) start(ctx context.Context, o options) error {
 		}
 	}
 	var err error
-	if c.pki, err = newPKI(); err != nil {
+	if c.pki, err = newPKI(o.servingIPs); err != nil {
 		return err
 	}
 	pkiDir := filepath.Join(c.dir, "pki")
@@ -99,6 +100,7 @@ func (c *Cluster) start(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	c.files = files
 	if err := c.users.issueTokens(); err != nil {
 		return err
 	}

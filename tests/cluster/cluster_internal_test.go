@@ -103,7 +103,7 @@ func TestUserTableTokenFile(t *testing.T) {
 }
 
 func TestPKIChains(t *testing.T) {
-	p, err := newPKI()
+	p, err := newPKI(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

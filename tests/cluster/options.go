@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // DefaultStartTimeout bounds a cluster's start-up: etcd, the kube-apiserver
 // answering /readyz and the aggregation layer's ConfigMap being published.
@@ -16,6 +19,7 @@ type options struct {
 	extraFlags   []string
 	users        userTable
 	startTimeout time.Duration
+	servingIPs   []net.IP
 }
 
 func newOptions(opts []Option) options {
@@ -48,4 +52,11 @@ func WithUser(name string, groups ...string) Option {
 // WithStartTimeout replaces DefaultStartTimeout.
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
+}
+
+// WithServingIPs adds IP addresses to the kube-apiserver's serving
+// certificate, for clients that reach it at an address other than loopback
+// (pods dialling the kubernetes Service, say).
+func WithServingIPs(ips ...net.IP) Option {
+	return func(o *options) { o.servingIPs = append(o.servingIPs, ips...) }
 }

@@ -1,0 +1,272 @@
+// Package install_test does what a platform team does in its first hour,
+// on a real single-node cluster built from source (tests/cluster): install
+// the two upstream CRDs, helm install the packaged chart with the helm the
+// build makes, wait for the rollouts and the APIService, kubectl apply the
+// examples, watch the warm pool fill, claim and free a Sandbox, drive the
+// e2b SDK through the in-cluster Services, upgrade and uninstall.
+//
+// The node runs the images the build made (imported into containerd; no
+// pull), with the build's own pause image. The sandboxd nodes are
+// simulator processes on the node's address, publishing NodeInventory as a
+// real node does. Every failure prints the logs that explain it.
+package install_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+	"github.com/cocoonstack/sandbox-operator/tests/install"
+	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
+)
+
+// stepTimeout bounds each wait of the test.
+const stepTimeout = 3 * time.Minute
+
+var (
+	nodeInvGVR = schema.GroupVersionResource{Group: "sandbox.cocoonstack.io", Version: "v1beta1", Resource: "nodeinventories"}
+)
+
+func TestMain(m *testing.M) { os.Exit(cluster.RunIsolated(m.Run)) }
+
+func TestInstallOnARealNode(t *testing.T) {
+	a, missing, err := install.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing != "" {
+		t.Skipf("%s is not set: this test runs under Bazel (tools/bazel test //tests/e2e/install), which builds the chart, images and tools it installs", missing)
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	st, err := install.Up(ctx, t.TempDir(), a, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(st.LogTail())
+		}
+		if err := st.Down(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	n := st.Node
+	dyn := n.Dynamic()
+	tm := n.Timings()
+	t.Logf("timings: cluster up %v (control plane %v, image import %v), install to Ready %v",
+		st.ClusterUp.Round(time.Millisecond), tm.ControlPlane.Round(time.Millisecond),
+		tm.Images.Round(time.Millisecond), st.InstallToReady.Round(time.Millisecond))
+
+	// The examples: the warm pool fills the nodes' pools.
+	if err := install.ApplyWarmPool(ctx, st, a, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+
+	// A Sandbox claims one; kubectl get lists it with its node.
+	kubectl(t, ctx, n, "apply", "-f", a.Sandbox)
+	sb := mustFirst(t, a.Sandbox, "Sandbox")
+	var nodeName string
+	waitFor(t, ctx, "Sandbox "+sb.GetName()+" listed with its node", func() (bool, string) {
+		out, err := n.Kubectl(ctx, "get", "sandboxes", "-n", install.NamespaceOf(sb))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == sb.GetName() {
+				if strings.HasPrefix(f[1], "sim-node-") {
+					nodeName = f[1]
+					return true, line
+				}
+				return false, line
+			}
+		}
+		return false, out
+	})
+	t.Logf("Sandbox %s/%s runs on %s", install.NamespaceOf(sb), sb.GetName(), nodeName)
+	claimRef := install.NamespaceOf(sb) + "/" + sb.GetName()
+	if !inventoryHas(ctx, t, dyn, nodeName, claimRef) {
+		t.Errorf("NodeInventory %s has no entry for %s", nodeName, claimRef)
+	}
+
+	// kubectl delete frees it on the node.
+	kubectl(t, ctx, n, "delete", "-f", a.Sandbox, "--wait=true")
+	waitFor(t, ctx, "the claim gone from "+nodeName, func() (bool, string) {
+		if inventoryHas(ctx, t, dyn, nodeName, claimRef) {
+			return false, "still in NodeInventory " + nodeName
+		}
+		return true, ""
+	})
+
+	// The unmodified e2b SDK through the in-cluster Services.
+	e2bAddr, err := st.ServiceAddr(ctx, "sandbox-apiserver-e2b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyAddr, err := st.ServiceAddr(ctx, "sandbox-envd-proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the e2b API answering through its Service", func() (bool, string) {
+		resp, err := http.Get("http://" + e2bAddr + "/health")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	project := nodejs.Setup(t, "tools/quickstart")
+	project.Copy(t, "quickstart.mjs")
+	sdkCtx, sdkCancel := context.WithTimeout(ctx, stepTimeout)
+	defer sdkCancel()
+	out := project.Run(t, sdkCtx, []string{
+		"E2B_API_URL=http://" + e2bAddr,
+		"E2B_SANDBOX_URL=http://" + proxyAddr,
+		"E2B_DOMAIN=" + install.Domain,
+		"E2B_API_KEY=" + st.APIKey,
+	}, "quickstart.mjs")
+	for _, want := range []string{"command said: hello from the sandbox", "holds: written by the quickstart", "killed sandbox"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quickstart output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// helm upgrade changing a value rolls the pods.
+	before := podNames(t, ctx, n, "app.kubernetes.io/name=sandbox-apiserver")
+	if err := st.Upgrade(ctx, "--set", "logLevel=debug"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WaitRollouts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := podNames(t, ctx, n, "app.kubernetes.io/name=sandbox-apiserver")
+	for name := range after {
+		if before[name] {
+			t.Errorf("pod %s survived an upgrade that changed the pod template", name)
+		}
+	}
+	if len(after) == 0 {
+		t.Error("no sandbox-apiserver pods after the upgrade")
+	}
+
+	// helm uninstall removes every object it created.
+	manifest, err := st.Helm(ctx, "get", "manifest", install.Release, "--namespace", install.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := install.DecodeAll(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objects) < 10 {
+		t.Fatalf("helm get manifest gave %d objects", len(objects))
+	}
+	if _, err := st.Helm(ctx, "uninstall", install.Release, "--namespace", install.Namespace, "--wait", "--timeout=3m"); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objects {
+		mapping, err := n.RESTMapping(obj.GroupVersionKind())
+		if err != nil {
+			t.Errorf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+			continue
+		}
+		ri := dyn.Resource(mapping.Resource)
+		var getErr error
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			ns := obj.GetNamespace()
+			if ns == "" {
+				ns = install.Namespace
+			}
+			_, getErr = ri.Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		} else {
+			_, getErr = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		}
+		if !apierrors.IsNotFound(getErr) {
+			t.Errorf("after helm uninstall, %s %s: %v (want NotFound)", obj.GetKind(), obj.GetName(), getErr)
+		}
+	}
+	t.Logf("total %v", time.Since(began).Round(time.Millisecond))
+}
+
+func kubectl(t *testing.T, ctx context.Context, n *cluster.NodeCluster, args ...string) string {
+	t.Helper()
+	out, err := n.Kubectl(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitFor polls cond every half second until it holds or stepTimeout
+// passes, then fails with cond's last word.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v (last: %s)", what, ctx.Err(), last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// inventoryHas reports whether node's NodeInventory lists claimRef.
+func inventoryHas(ctx context.Context, t *testing.T, dyn dynamic.Interface, node, claimRef string) bool {
+	inv, err := dyn.Resource(nodeInvGVR).Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Logf("NodeInventory %s: %v", node, err)
+		return false
+	}
+	entries, _, _ := unstructured.NestedSlice(inv.Object, "entries")
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		if m["name"] == claimRef || m["claimRef"] == claimRef {
+			return true
+		}
+	}
+	return false
+}
+
+func podNames(t *testing.T, ctx context.Context, n *cluster.NodeCluster, selector string) map[string]bool {
+	t.Helper()
+	pods, err := n.Clientset().CoreV1().Pods(install.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			names[p.Name] = true
+		}
+	}
+	return names
+}
+
+func mustFirst(t *testing.T, path, kind string) *unstructured.Unstructured {
+	t.Helper()
+	o, err := install.FirstObject(path, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
