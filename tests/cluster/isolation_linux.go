@@ -11,8 +11,10 @@ import (
 
 // The node cluster's addresses. Everything lives in a network namespace
 // made for the process (see RunIsolated), so these private ranges never
-// touch the machine's own network: the node's address sits on a dummy
-// interface, pods on a CNI bridge, and Services are kube-proxy's rules.
+// touch the machine's own network: the node's address sits on the
+// namespace's loopback interface (these kernels lack the dummy link type;
+// a non-127 address on lo is still reachable from the pod bridge), pods on
+// a CNI bridge, and Services are kube-proxy's rules.
 const (
 	// NodeIP is the node's address: the kubelet's node IP, the address the
 	// kube-apiserver advertises to pods, and where host processes (the
@@ -24,7 +26,6 @@ const (
 	// kubernetes Service takes its first address, 10.96.0.1.
 	NodeServiceCIDR = "10.96.0.0/24"
 
-	nodeInterface = "sbx-node"
 	// isolatedEnv marks the re-run child that already is in the private
 	// namespaces.
 	isolatedEnv = "SANDBOX_OPERATOR_ISOLATED"
@@ -79,15 +80,18 @@ func RunIsolated(main func() int) int {
 func setUpNodeNetwork() error {
 	steps := [][]string{
 		{"link", "set", "lo", "up"},
-		{"link", "add", nodeInterface, "type", "dummy"},
-		{"addr", "add", NodeIP + "/32", "dev", nodeInterface},
-		{"link", "set", nodeInterface, "up"},
-		{"route", "add", NodeServiceCIDR, "dev", nodeInterface, "src", NodeIP},
+		{"addr", "add", NodeIP + "/32", "dev", "lo"},
+		{"route", "add", NodeServiceCIDR, "dev", "lo", "src", NodeIP},
 	}
 	for _, s := range steps {
 		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %s: %w: %s", strings.Join(s, " "), err, out)
 		}
+	}
+	// The node routes between the pod bridge and its own address, as a
+	// node does (per network namespace; the machine's own is untouched).
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("enable forwarding: %w", err)
 	}
 	// libcni keeps its result cache in /var/lib/cni; a tmpfs there keeps it
 	// inside this mount namespace.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -185,5 +186,52 @@ func TestPushRejectsBadInput(t *testing.T) {
 	}
 	if _, err := Push(ctx, idx, "Not A Repo", []string{"v1"}); err == nil {
 		t.Error("an invalid repository was accepted")
+	}
+}
+
+// recordingTransport answers every request with 200 and records its URL.
+type recordingTransport struct{ urls []string }
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.urls = append(rt.urls, r.URL.String())
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+}
+
+func TestTLSUnlessLoopback(t *testing.T) {
+	for url, allowed := range map[string]bool{
+		"http://127.0.0.1:5000/v2/":        true,
+		"http://127.1.2.3/v2/":             true,
+		"http://[::1]:5000/v2/":            true,
+		"http://localhost:5000/v2/":        true,
+		"http://LocalHost/v2/":             true,
+		"https://ghcr.io/v2/":              true,
+		"https://10.0.0.1:5000/v2/":        true,
+		"https://192.168.1.10/v2/":         true,
+		"http://ghcr.io/v2/":               false,
+		"http://10.0.0.1:5000/v2/":         false,
+		"http://172.16.0.1/v2/":            false,
+		"http://192.168.1.10/v2/":          false,
+		"http://registry.local:5000/v2/":   false,
+		"http://localhost.example.com/v2/": false,
+		"http://0.0.0.0:5000/v2/":          false,
+		"http://[fd00::1]:5000/v2/":        false,
+	} {
+		next := &recordingTransport{}
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := TLSUnlessLoopback(next).RoundTrip(req)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		switch {
+		case allowed && (err != nil || len(next.urls) != 1):
+			t.Errorf("%s: refused (%v), want it sent", url, err)
+		case !allowed && (err == nil || len(next.urls) != 0):
+			t.Errorf("%s: sent, want it refused", url)
+		case !allowed && !strings.Contains(err.Error(), "only over HTTPS"):
+			t.Errorf("%s: error %q does not say why", url, err)
+		}
 	}
 }

@@ -3,6 +3,9 @@ package ociimage
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -31,6 +34,11 @@ func Title(idx v1.ImageIndex) (string, error) {
 // tag at it. Credentials come from the default keychain (the Docker config
 // file and its credential helpers) unless opts override them. It returns the
 // index digest the tags now name.
+//
+// A registry on a loopback address (127.0.0.0/8, [::1], localhost) is
+// reached over plain HTTP when it does not speak TLS; every other registry
+// only over HTTPS (see TLSUnlessLoopback). An opts transport replaces that
+// rule along with the default transport.
 func Push(ctx context.Context, idx v1.ImageIndex, repository string, tags []string, opts ...remote.Option) (v1.Hash, error) {
 	if len(tags) == 0 {
 		return v1.Hash{}, fmt.Errorf("no tag to push %s to", repository)
@@ -43,7 +51,11 @@ func Push(ctx context.Context, idx v1.ImageIndex, repository string, tags []stri
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	opts = append([]remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithContext(ctx)}, opts...)
+	opts = append([]remote.Option{
+		remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithContext(ctx),
+		remote.WithTransport(TLSUnlessLoopback(remote.DefaultTransport)),
+	}, opts...)
 	for _, t := range tags {
 		tag := repo.Tag(t)
 		if tag.TagStr() != t {
@@ -54,4 +66,37 @@ func Push(ctx context.Context, idx v1.ImageIndex, repository string, tags []stri
 		}
 	}
 	return digest, nil
+}
+
+// TLSUnlessLoopback wraps next so that it refuses any plain-HTTP request to a
+// host that is not a loopback address.
+//
+// go-containerregistry picks the scheme from the registry's name: it tries
+// HTTPS first and falls back to plain HTTP not only for loopback names but
+// also for private (RFC 1918) addresses and *.local names. A push carries
+// credentials, so past the machine itself the fallback is refused here:
+// a registry on the local network must serve TLS. Loopback stays open so
+// that a throwaway registry on 127.0.0.1 (tests, a local cluster) needs no
+// certificate.
+func TLSUnlessLoopback(next http.RoundTripper) http.RoundTripper {
+	return tlsUnlessLoopback{next: next}
+}
+
+type tlsUnlessLoopback struct{ next http.RoundTripper }
+
+func (t tlsUnlessLoopback) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != "https" && !IsLoopbackHost(r.URL.Hostname()) {
+		return nil, fmt.Errorf("refusing %s://%s: registries other than loopback are reached only over HTTPS", r.URL.Scheme, r.URL.Host)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// IsLoopbackHost reports whether host (no port, no brackets) names this
+// machine: "localhost" or a loopback IP address.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
