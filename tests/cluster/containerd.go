@@ -34,7 +34,7 @@ type containerd struct {
 const containerdConfig = `version = 3
 root = %[1]q
 state = %[2]q
-disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt", "io.containerd.image-verifier.v1.bindir", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
 [grpc]
   address = %[3]q
@@ -55,6 +55,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
 
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
+
+[plugins.'io.containerd.internal.v1.opt']
+  path = %[6]q
 `
 
 // cniConfig is the pod network: a bridge with host-local addresses,
@@ -91,7 +94,7 @@ func startContainerd(ctx context.Context, dir, sandboxImage string) (*containerd
 		return nil, fmt.Errorf("containerd: write CNI config: %w", err)
 	}
 	config := filepath.Join(dir, "config.toml")
-	body := fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.socket, sandboxImage, confDir)
+	body := fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.socket, sandboxImage, confDir, filepath.Join(dir, "opt"))
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		return nil, fmt.Errorf("containerd: write config: %w", err)
 	}

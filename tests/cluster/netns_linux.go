@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -30,7 +31,7 @@ func IsolatedCommand(args ...string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(unshare, append([]string{"--net", "--mount", "--propagation", "private", "--fork", "--kill-child", "--", self}, args...)...)
+	cmd := exec.Command(unshare, append([]string{"--net", "--mount", "--propagation", "unchanged", "--fork", "--kill-child", "--", self}, args...)...)
 	cmd.Env = append(os.Environ(), isolatedEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
@@ -46,6 +47,9 @@ func InIsolatedChild() bool { return os.Getenv(isolatedEnv) == "1" }
 func EnterIsolated() error {
 	if !InIsolatedChild() {
 		return fmt.Errorf("not started through cluster.IsolatedCommand")
+	}
+	if err := makeMountsPrivate(); err != nil {
+		return err
 	}
 	if err := setUpNodeNetwork(); err != nil {
 		return fmt.Errorf("node network: %w", err)
@@ -83,4 +87,25 @@ func DialIn(ctx context.Context, pid int, addr string) (net.Conn, error) {
 	}()
 	r := <-done
 	return r.conn, r.err
+}
+
+// makeMountsPrivate stops mounts made in this mount namespace from
+// propagating to the machine's. unshare(1) is started with
+// --propagation unchanged because inside the build's chroot / is not a
+// mount point and cannot be changed; so each mount point is made private
+// here instead (the whole tree at once where / is one).
+func makeMountsPrivate() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err == nil {
+		return nil
+	}
+	points, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	for _, p := range points {
+		if err := unix.Mount("", p, "", unix.MS_PRIVATE, ""); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("make %s private: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -165,20 +165,12 @@ func isZombie(stat []byte) bool {
 // deepest first, so the directory can be removed. The mounts live only in
 // the cluster's private mount namespace; this is for the directory's sake.
 func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	all, err := mountPoints()
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := unescapeMountPath(fields[4])
+	for _, p := range all {
 		if p == dir || strings.HasPrefix(p, dir+"/") {
 			points = append(points, p)
 		}
@@ -191,6 +183,26 @@ func unmountUnder(dir string) error {
 		}
 	}
 	return firstErr
+}
+
+// mountPoints lists this mount namespace's mount points, from
+// /proc/self/mountinfo.
+func mountPoints() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 5 {
+			points = append(points, unescapeMountPath(fields[4]))
+		}
+	}
+	return points, sc.Err()
 }
 
 // unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).

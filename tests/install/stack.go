@@ -77,9 +77,11 @@ func Up(ctx context.Context, dir string, a Artifacts, logf func(format string, a
 
 func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 	a := s.artifacts
-	// The two upstream CRDs, as the configuration reference applies them.
+	// The two upstream CRDs. Server-side apply: their schemas are larger
+	// than the 256 KiB last-applied annotation a client-side apply writes
+	// ("metadata.annotations: Too long").
 	for _, crd := range a.CRDs {
-		if _, err := s.Kubectl(ctx, "apply", "-f", crd); err != nil {
+		if _, err := s.Kubectl(ctx, "apply", "--server-side", "-f", crd); err != nil {
 			return err
 		}
 	}

@@ -1,25 +1,35 @@
 package apiserver_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kversion "k8s.io/apimachinery/pkg/version"
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/subresources"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
-// TestKubectl runs the kubectl found on PATH against the cluster: the
-// table columns of kubectl get, kubectl explain from the published
-// OpenAPI, and a subresource through kubectl create --raw.
+// TestKubectl runs kubectl against the cluster: its version against the
+// server's, the table columns of kubectl get, kubectl explain from the
+// published OpenAPI, and a subresource through kubectl create --raw.
+//
+// kubectl comes from the build, never from PATH: under Bazel the test's
+// data holds //tools/kube/kubectl and $KUBECTL its runfiles location;
+// under plain go test it is built from k8s.io/kubernetes at the version
+// go.mod pins, version-stamped (cluster.KubectlBinary).
 func TestKubectl(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
+	kubectl, err := cluster.KubectlBinary()
 	if err != nil {
-		t.Skip("no kubectl on PATH")
+		t.Fatalf("kubectl: %v", err)
 	}
 	e := sharedEnv(t)
 	ctx := testContext(t)
@@ -39,6 +49,23 @@ func TestKubectl(t *testing.T) {
 		}
 		return string(out)
 	}
+
+	t.Run("Version", func(t *testing.T) {
+		// Both binaries are built from the same k8s.io/kubernetes and
+		// stamped with its version, so kubectl sees no skew.
+		var v struct {
+			Client *kversion.Info `json:"clientVersion"`
+			Server *kversion.Info `json:"serverVersion"`
+		}
+		out := run("", "version", "-o", "json")
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Client == nil || v.Server == nil {
+			t.Fatalf("kubectl version -o json answered %s (%v)", out, err)
+		}
+		if !strings.HasPrefix(v.Client.GitVersion, "v1.") || v.Client.GitVersion != v.Server.GitVersion {
+			t.Errorf("kubectl reports client %q and server %q, want the same stamped v1.x release",
+				v.Client.GitVersion, v.Server.GitVersion)
+		}
+	})
 
 	t.Run("GetTable", func(t *testing.T) {
 		out := run("", "get", "sandboxes", "-A")
@@ -63,6 +90,7 @@ func TestKubectl(t *testing.T) {
 	})
 
 	t.Run("Explain", func(t *testing.T) {
+		waitOpenAPIV3(ctx, t, e, "apis/"+group+"/"+version)
 		out := run("", "explain", "sandboxes")
 		for _, want := range []string{"KIND:", "Sandbox", "VERSION:", version, "spec"} {
 			if !strings.Contains(out, want) {
@@ -93,4 +121,27 @@ func TestKubectl(t *testing.T) {
 			t.Errorf("get after kubectl delete: %v, want NotFound", err)
 		}
 	})
+}
+
+// waitOpenAPIV3 waits until the kube-apiserver's OpenAPI v3 index lists
+// path, which kubectl explain looks the resource up in. The aggregator
+// fetches an aggregated server's OpenAPI on its own schedule: a fetch that
+// fails because the server was not listening yet is retried only a minute
+// later, well after the APIService reports Available.
+func waitOpenAPIV3(ctx context.Context, t *testing.T, e *testEnv, path string) {
+	t.Helper()
+	last := "no answer yet"
+	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(context.Context) (bool, error) {
+		paths, err := e.cluster.Clientset().Discovery().OpenAPIV3().Paths()
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		_, ok := paths[path]
+		last = fmt.Sprintf("%d paths, %s not among them", len(paths), path)
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("OpenAPI v3 of the kube-apiserver never listed %s (%s): %v", path, last, err)
+	}
 }
