@@ -12,13 +12,14 @@ import "embed"
 
 // Files holds the examples at their paths under examples/.
 //
-//go:embed l3/*.yaml e2b-values.yaml
+//go:embed l3/*.yaml e2b/*.yaml e2b-values.yaml
 var Files embed.FS
 
 // Manifests are the Kubernetes manifests among Files, in apply order.
 var Manifests = []string{
 	"l3/template-warmpool.yaml",
 	"l3/sandbox.yaml",
+	"e2b/base-warmpool.yaml",
 }
 
 // E2BValues is the values file that turns on the e2b surface.

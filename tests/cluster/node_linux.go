@@ -76,12 +76,13 @@ iptables:
   masqueradeAll: true
 `
 
-// killNamespaceProcesses SIGKILLs every process of the cgroup subtree and
-// of this process's network namespace other than this process: container
-// processes, containerd's shims (which outlive containerd by design) and
-// anything else the cluster started. It runs last, after the graceful
-// stops, so nothing of the cluster survives it.
-func killNamespaceProcesses(cgroupDirs []string) {
+// killNamespaceProcesses SIGKILLs every process of the cgroup subtree (the
+// containers) and, with wholeNamespace, every process of this process's
+// network namespace other than this process and its ancestors: containerd's
+// shims (which outlive containerd by design) and anything else the cluster
+// started. The last call, after the graceful stops, leaves nothing of the
+// cluster running.
+func killNamespaceProcesses(cgroupDirs []string, wholeNamespace bool) {
 	self := os.Getpid()
 	victims := map[int]bool{}
 	for _, top := range cgroupDirs {
@@ -101,7 +102,7 @@ func killNamespaceProcesses(cgroupDirs []string) {
 			return nil
 		})
 	}
-	if ns, err := os.Readlink("/proc/self/ns/net"); err == nil {
+	if ns, err := os.Readlink("/proc/self/ns/net"); err == nil && wholeNamespace {
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())

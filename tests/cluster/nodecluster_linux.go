@@ -302,7 +302,7 @@ func (n *NodeCluster) Stop() error {
 		}
 	}
 	if n.host != nil {
-		killNamespaceProcesses(n.host.cgroupDirs) // containers, before their runtime goes
+		killNamespaceProcesses(n.host.cgroupDirs, false) // containers, before their runtime goes
 	}
 	if err := n.runtime.stop(); err != nil {
 		errs = append(errs, err)
@@ -311,7 +311,7 @@ func (n *NodeCluster) Stop() error {
 		errs = append(errs, n.Cluster.Stop())
 	}
 	if n.host != nil {
-		killNamespaceProcesses(n.host.cgroupDirs) // shims and strays
+		killNamespaceProcesses(n.host.cgroupDirs, true) // shims and strays
 	}
 	if err := unmountUnder(n.dir); err != nil {
 		errs = append(errs, err)

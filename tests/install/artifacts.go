@@ -25,8 +25,10 @@ type Artifacts struct {
 	Sim            string   // the sandboxd-sim binary
 	CRDs           []string // the upstream SandboxTemplate and SandboxWarmPool CRDs
 	E2BValues      string   // examples/e2b-values.yaml
-	// The examples a user applies after install.
-	TemplateWarmPool, Sandbox string
+	// The examples a user applies after install: the L3 template and warm
+	// pool, the Sandbox claiming from it, and the warm pool behind the e2b
+	// SDK's "base" alias.
+	TemplateWarmPool, Sandbox, E2BWarmPool string
 }
 
 // artifactEnv maps each artifact to the variable holding its runfiles
@@ -44,6 +46,7 @@ var artifactEnv = []struct {
 	{"EXAMPLE_E2B_VALUES", func(a *Artifacts) *string { return &a.E2BValues }},
 	{"EXAMPLE_TEMPLATE_WARMPOOL", func(a *Artifacts) *string { return &a.TemplateWarmPool }},
 	{"EXAMPLE_SANDBOX", func(a *Artifacts) *string { return &a.Sandbox }},
+	{"EXAMPLE_E2B_WARMPOOL", func(a *Artifacts) *string { return &a.E2BWarmPool }},
 }
 
 // crdEnv hold the upstream CRDs' locations.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,14 +21,24 @@ var WarmPoolGVR = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io
 // pass, the simulated nodes' clones and the next NodeInventory publish.
 const warmPoolTimeout = 3 * time.Minute
 
-// ApplyWarmPool applies examples/l3/template-warmpool.yaml and waits until
-// the SandboxWarmPool reports readyReplicas at its target.
-func ApplyWarmPool(ctx context.Context, s *Stack, a Artifacts, logf func(string, ...any)) error {
-	logf("kubectl apply -f %s", "examples/l3/template-warmpool.yaml")
-	if _, err := s.Kubectl(ctx, "apply", "-f", a.TemplateWarmPool); err != nil {
+// ApplyWarmPools applies the examples' warm pools (the L3 one and the one
+// behind the e2b SDK's default template) and waits until each reports
+// readyReplicas at its target.
+func ApplyWarmPools(ctx context.Context, s *Stack, a Artifacts, logf func(string, ...any)) error {
+	for _, f := range []string{a.TemplateWarmPool, a.E2BWarmPool} {
+		if err := applyWarmPool(ctx, s, f, logf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyWarmPool(ctx context.Context, s *Stack, file string, logf func(string, ...any)) error {
+	logf("kubectl apply -f %s", filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file)))
+	if _, err := s.Kubectl(ctx, "apply", "-f", file); err != nil {
 		return err
 	}
-	pool, err := FirstObject(a.TemplateWarmPool, "SandboxWarmPool")
+	pool, err := FirstObject(file, "SandboxWarmPool")
 	if err != nil {
 		return err
 	}

@@ -254,7 +254,7 @@ func runInside(o options) error {
 		}
 		_ = os.RemoveAll(dir)
 	}()
-	if err := install.ApplyWarmPool(upCtx, st, a, log.Printf); err != nil {
+	if err := install.ApplyWarmPools(upCtx, st, a, log.Printf); err != nil {
 		log.Print(st.LogTail())
 		return err
 	}

@@ -13,6 +13,7 @@ package install_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -71,7 +72,7 @@ func TestInstallOnARealNode(t *testing.T) {
 		tm.Images.Round(time.Millisecond), st.InstallToReady.Round(time.Millisecond))
 
 	// The examples: the warm pool fills the nodes' pools.
-	if err := install.ApplyWarmPool(ctx, st, a, t.Logf); err != nil {
+	if err := install.ApplyWarmPools(ctx, st, a, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 
@@ -97,9 +98,10 @@ func TestInstallOnARealNode(t *testing.T) {
 	})
 	t.Logf("Sandbox %s/%s runs on %s", install.NamespaceOf(sb), sb.GetName(), nodeName)
 	claimRef := install.NamespaceOf(sb) + "/" + sb.GetName()
-	if !inventoryHas(ctx, t, dyn, nodeName, claimRef) {
-		t.Errorf("NodeInventory %s has no entry for %s", nodeName, claimRef)
-	}
+	// The node publishes every 2 s; the claim shows up in its inventory.
+	waitFor(t, ctx, "NodeInventory "+nodeName+" listing "+claimRef, func() (bool, string) {
+		return inventoryHas(ctx, t, dyn, nodeName, claimRef), "not listed"
+	})
 
 	// kubectl delete frees it on the node.
 	kubectl(t, ctx, n, "delete", "-f", a.Sandbox, "--wait=true")
@@ -238,12 +240,15 @@ func inventoryHas(ctx context.Context, t *testing.T, dyn dynamic.Interface, node
 		return false
 	}
 	entries, _, _ := unstructured.NestedSlice(inv.Object, "entries")
+	var names []string
 	for _, e := range entries {
 		m, _ := e.(map[string]any)
 		if m["name"] == claimRef || m["claimRef"] == claimRef {
 			return true
 		}
+		names = append(names, fmt.Sprint(m["name"]))
 	}
+	t.Logf("NodeInventory %s lists %v", node, names)
 	return false
 }
 
