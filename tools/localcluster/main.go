@@ -64,6 +64,16 @@ func main() {
 	fs.IntVar(&o.e2bPort, "e2b-port", 3000, "loopback port forwarded to the sandbox-apiserver-e2b Service (E2B_API_URL)")
 	fs.IntVar(&o.envPort, "data-plane-port", 3001, "loopback port forwarded to the sandbox-envd-proxy Service (E2B_SANDBOX_URL)")
 	_ = fs.Parse(os.Args[1:])
+	// bazel run names the artifacts as runfiles locations (the BUILD
+	// file's env) without always saying where the runfiles tree is; it
+	// sits beside the binary.
+	if os.Getenv("RUNFILES_DIR") == "" {
+		if exe, err := os.Executable(); err == nil {
+			if st, err := os.Stat(exe + ".runfiles"); err == nil && st.IsDir() {
+				_ = os.Setenv("RUNFILES_DIR", exe+".runfiles")
+			}
+		}
+	}
 
 	if cluster.InIsolatedChild() {
 		if err := runInside(o); err != nil {
