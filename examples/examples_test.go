@@ -117,7 +117,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for _, o := range decodeAll(t) {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
 	}
-	if want := []string{"SandboxTemplate", "SandboxWarmPool", "Sandbox"}; !slices.Equal(kinds, want) {
+	if want := []string{"SandboxTemplate", "SandboxWarmPool", "Sandbox", "SandboxTemplate", "SandboxWarmPool"}; !slices.Equal(kinds, want) {
 		t.Fatalf("examples hold %v, want %v", kinds, want)
 	}
 }
@@ -158,8 +158,10 @@ func TestSandboxClaimsFromTheWarmedPool(t *testing.T) {
 			sbs = append(sbs, o)
 		}
 	}
-	if len(pools) != 1 || len(sbs) != 1 {
-		t.Fatalf("want one SandboxWarmPool and one Sandbox, have %d and %d", len(pools), len(sbs))
+	// The L3 pool is the first; the second (examples/e2b) serves the e2b
+	// SDK's alias and no Sandbox example.
+	if len(pools) != 2 || len(sbs) != 1 {
+		t.Fatalf("want two SandboxWarmPools and one Sandbox, have %d and %d", len(pools), len(sbs))
 	}
 	wp, sb := pools[0], sbs[0]
 
@@ -250,8 +252,10 @@ func TestE2BValuesRender(t *testing.T) {
 			t.Errorf("the e2b values render no %s; rendered %v", want, names)
 		}
 	}
-	if len(names) != 22 {
-		t.Errorf("the e2b values render %d objects, want the 22 docs/helm.md lists: %v", len(names), names)
+	// The 22 docs/helm.md lists for e2b, plus the alias ConfigMap the
+	// values' templateAliases add.
+	if len(names) != 23 || !slices.Contains(names, "ConfigMap/sandbox-apiserver-e2b-aliases") {
+		t.Errorf("the e2b values render %d objects, want the 22 docs/helm.md lists and the alias ConfigMap: %v", len(names), names)
 	}
 }
 

@@ -354,7 +354,7 @@ func TestHelmLint(t *testing.T) {
 
 // TestHelmTemplate renders the package with the helm the build produces:
 // the default values give the 16 objects of docs/helm.md, the example e2b
-// values the 22, and every container runs the images' version.
+// values the 23 (the 22 of e2b plus the alias ConfigMap), and every container runs the images' version.
 func TestHelmTemplate(t *testing.T) {
 	pkg := chartPackage(t)
 	imageVersion := loadArchive(t, pkg.data).Metadata.AppVersion
@@ -364,7 +364,7 @@ func TestHelmTemplate(t *testing.T) {
 		want []string
 	}{
 		{"default values", nil, sorted(defaultObjects)},
-		{"e2b values", []string{"-f", e2bValuesFile(t)}, sorted(defaultObjects, e2bObjects)},
+		{"e2b values", []string{"-f", e2bValuesFile(t)}, sorted(defaultObjects, e2bObjects, []string{"ConfigMap/" + releaseNamespace + "/sandbox-apiserver-e2b-aliases"})},
 	} {
 		args := append([]string{"template", releaseName, pkg.path,
 			"--namespace", releaseNamespace, "--include-crds", "--kube-version", kubeVersion}, tc.args...)
