@@ -56,7 +56,12 @@
 // ExtensionAuthNamespace (key ExtensionAuthFrontProxyCAKey), and is also
 // FrontProxyCAData.
 //
-// Nothing here runs controllers or kubelets: objects that need a
+// A Cluster runs no controllers or kubelets: objects that need a
 // controller (Pods, Deployments, garbage collection) are stored but never
-// acted on.
+// acted on. A NodeCluster (StartNode, StartNodeCluster) is the full
+// single-node cluster: the same control plane plus kube-controller-manager,
+// kube-scheduler, a kubelet on containerd and runc with bridge networking,
+// and kube-proxy, all inside network and mount namespaces the process makes
+// for itself (RunIsolated, IsolatedCommand), with images imported from OCI
+// layouts. docs/local-cluster.md describes it.
 package cluster

@@ -382,9 +382,6 @@ func imageRef(img NodeImage) (string, error) {
 	return img.Name + ":" + tag, nil
 }
 
-// ImageRef is imageRef for callers: the reference a pod names to run img.
-func ImageRef(img NodeImage) (string, error) { return imageRef(img) }
-
 // layoutTag reads the org.opencontainers.image.ref.name of the single
 // entry of an OCI layout tar's index.json.
 func layoutTag(path string) (string, error) {
