@@ -5,6 +5,8 @@
 //     (extensions.agents.x-k8s.io/v1beta1) that fill the nodes' warm pools;
 //   - l3/sandbox.yaml: a Sandbox (agents.x-k8s.io/v1beta1) claiming from
 //     that pool through sandbox-apiserver;
+//   - e2b/base-warmpool.yaml: a SandboxTemplate and a SandboxWarmPool that
+//     fill the egress-lane pool the e2b SDK's default template claims from;
 //   - e2b-values.yaml: the chart values that turn on the e2b surface.
 package examples
 
