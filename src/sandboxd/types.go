@@ -193,7 +193,7 @@ type CheckpointRequest struct {
 // Checkpoint is one checkpoint record.
 type Checkpoint struct {
 	ID        string    `json:"id"`
-	Name      string    `json:"name,omitempty"`
+	Name      string    `json:"name"` // always sent, "" when unnamed
 	SandboxID string    `json:"sandbox_id"`
 	Key       PoolKey   `json:"key"`
 	Tenant    string    `json:"tenant,omitempty"`
