@@ -1,0 +1,124 @@
+package serve_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/serve"
+)
+
+// serveInBackground serves s until the returned cancel, whose result is
+// Serve's.
+func serveInBackground(s *serve.Server) (cancel func() error) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	return func() error { stop(); return <-done }
+}
+
+func get(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+func TestShutdownDrainsTheRequestInFlight(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	s, err := serve.Listen(serve.ServerConfig{Name: "api", Addr: "127.0.0.1:0", Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(started)
+		<-release
+		w.WriteHeader(http.StatusTeapot)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := serveInBackground(s)
+	got := make(chan int, 1)
+	go func() { code, _ := get("http://" + s.Addr().String() + "/"); got <- code }()
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	// The listener closes at once, while the request is still in flight.
+	waitRefused(t, s.Addr().String())
+	select {
+	case err := <-stopped:
+		t.Fatalf("Serve returned (%v) before the request in flight was answered", err)
+	default:
+	}
+	close(release)
+	if code := <-got; code != http.StatusTeapot {
+		t.Fatalf("in-flight request = %d, want it answered during the drain", code)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Serve = %v after a clean drain", err)
+	}
+}
+
+func waitRefused(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the listener still accepts after the shutdown began")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestShutdownTimeoutCutsStuckRequests(t *testing.T) {
+	started := make(chan struct{})
+	s, err := serve.Listen(serve.ServerConfig{Name: "api", Addr: "127.0.0.1:0", ShutdownTimeout: 50 * time.Millisecond,
+		Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { close(started); <-r.Context().Done() })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := serveInBackground(s)
+	got := make(chan error, 1)
+	go func() { _, err := get("http://" + s.Addr().String() + "/"); got <- err }()
+	<-started
+	if err := stop(); err != nil {
+		t.Fatalf("Serve = %v, want nil after cutting a stuck request", err)
+	}
+	if err := <-got; err == nil {
+		t.Fatal("the stuck request was answered, want its connection cut")
+	}
+}
+
+func TestListenErrorIsReturned(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, err = serve.Listen(serve.ServerConfig{Name: "data plane", Addr: taken.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "data plane: listening on "+taken.Addr().String()) {
+		t.Fatalf("Listen on a taken port = %v", err)
+	}
+}
+
+func TestServeErrorIsReturned(t *testing.T) {
+	s, err := serve.Listen(serve.ServerConfig{Name: "api", Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close() // the listener fails under the server
+	err = s.Serve(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "api: serving on") || errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve on a closed listener = %v", err)
+	}
+}
