@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -71,8 +73,12 @@ type Config struct {
 	// PutParallelism bounds PUTs in flight; 0 means 16.
 	PutParallelism int
 
-	// Logger receives the driver's and controller-runtime's logs.
-	Logger logr.Logger
+	// Logger receives the driver's and controller-runtime's logs; nil
+	// discards them.
+	Logger *slog.Logger
+	// Clock times the resyncs, node polls and rebuild pauses; nil is the
+	// real clock.
+	Clock clock.WithTicker
 }
 
 func (c *Config) defaults() error {
@@ -114,8 +120,11 @@ func (c *Config) defaults() error {
 		}
 		c.Identity = host + "_" + string(uuid.NewUUID())
 	}
-	if c.Logger.GetSink() == nil {
-		c.Logger = logr.Discard()
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return nil
 }
@@ -130,7 +139,7 @@ func setDefault(d *time.Duration, def time.Duration) {
 // rebuilds it whenever it stops before its context ends.
 type Driver struct {
 	cfg    Config
-	log    logr.Logger
+	log    *slog.Logger
 	scheme *runtime.Scheme
 
 	next    manager.Manager // built and not yet started
@@ -152,7 +161,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := extv1beta1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("warm-pool driver: scheme: %w", err)
 	}
-	d := &Driver{cfg: cfg, log: cfg.Logger.WithName("warm-pool-driver"), scheme: scheme}
+	d := &Driver{cfg: cfg, log: cfg.Logger.With("component", "warm-pool-driver"), scheme: scheme}
 	if cfg.Token == "" {
 		return d, nil
 	}
@@ -189,7 +198,7 @@ func (d *Driver) Run(ctx context.Context) error {
 		if mgr == nil {
 			var err error
 			if mgr, err = d.build(); err != nil {
-				d.log.Error(err, "rebuilding the warm-pool driver", "retryIn", d.cfg.RebuildDelay)
+				d.log.Error("rebuilding the warm-pool driver", "err", err, "retryIn", d.cfg.RebuildDelay)
 			}
 		}
 		if mgr != nil {
@@ -197,14 +206,14 @@ func (d *Driver) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			d.log.Error(err, "the warm-pool driver stopped; rebuilding it", "in", d.cfg.RebuildDelay)
+			d.log.Error("the warm-pool driver stopped; rebuilding it", "err", err, "in", d.cfg.RebuildDelay)
 		}
-		t := time.NewTimer(d.cfg.RebuildDelay)
+		t := d.cfg.Clock.NewTimer(d.cfg.RebuildDelay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -221,7 +230,7 @@ func (d *Driver) build() (manager.Manager, error) {
 	ld, rd, rp := cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod
 	mgr, err := manager.New(cfg.RESTConfig, manager.Options{
 		Scheme: d.scheme,
-		Logger: d.log,
+		Logger: logr.FromSlogHandler(d.log.Handler()),
 		// The aggregated apiserver owns the serving port; the driver
 		// serves nothing.
 		Metrics:                             metricsserver.Options{BindAddress: "0"},
@@ -245,6 +254,7 @@ func (d *Driver) build() (manager.Manager, error) {
 		push:   newPusher(cfg.Token, cfg.PutTimeout, cfg.PutParallelism, d.log),
 		events: newEventLog(mgr.GetEventRecorder("warm-pool-driver")),
 		log:    d.log,
+		clock:  cfg.Clock,
 		sync:   cfg.SyncInterval,
 		poll:   cfg.NodePollInterval,
 	}

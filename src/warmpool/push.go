@@ -3,11 +3,10 @@ package warmpool
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-logr/logr"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -29,7 +28,7 @@ type pusher struct {
 	token    string
 	timeout  time.Duration
 	parallel int
-	log      logr.Logger
+	log      *slog.Logger
 
 	noTokenLogged sync.Once
 	puts          atomic.Int64
@@ -41,7 +40,7 @@ type pusher struct {
 	sent    map[string]sent             // by node name
 }
 
-func newPusher(token string, timeout time.Duration, parallel int, log logr.Logger) *pusher {
+func newPusher(token string, timeout time.Duration, parallel int, log *slog.Logger) *pusher {
 	return &pusher{
 		token: token, timeout: timeout, parallel: max(parallel, 1), log: log,
 		clients: map[string]*sandboxd.Client{}, sent: map[string]sent{},

@@ -2,10 +2,9 @@ package warmpool
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/go-logr/logr"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -52,7 +51,7 @@ func poolsOf(t *testing.T, c *sandboxd.Client) map[sandboxd.PoolKey]int {
 // driver.
 func TestPusherFailsClosedWithoutToken(t *testing.T) {
 	n, c := startSimNode(t, "open-node", "")
-	p := newPusher("", time.Second, 4, logr.Discard())
+	p := newPusher("", time.Second, 4, slog.New(slog.DiscardHandler))
 	targets := []target{{Name: n.Name(), Addr: n.Addr()}}
 	sets := desiredSets(map[sandboxd.PoolKey]int{baseKey: 3}, []string{n.Name()})
 	for _, full := range []bool{true, false} {
@@ -71,7 +70,7 @@ func TestPusherFailsClosedWithoutToken(t *testing.T) {
 
 func TestPusherSkipsUnchangedSetsUntilResync(t *testing.T) {
 	n, c := startSimNode(t, "node-a", testToken)
-	p := newPusher(testToken, 10*time.Second, 4, logr.Discard())
+	p := newPusher(testToken, 10*time.Second, 4, slog.New(slog.DiscardHandler))
 	targets := []target{{Name: n.Name(), Addr: n.Addr()}}
 	ctx := context.Background()
 
@@ -107,7 +106,7 @@ func TestPusherSkipsUnchangedSetsUntilResync(t *testing.T) {
 
 func TestPusherReportsRefusingNode(t *testing.T) {
 	n, _ := startSimNode(t, "node-b", "another-token")
-	p := newPusher(testToken, 10*time.Second, 4, logr.Discard())
+	p := newPusher(testToken, 10*time.Second, 4, slog.New(slog.DiscardHandler))
 	targets := []target{{Name: n.Name(), Addr: n.Addr()}}
 	sets := desiredSets(map[sandboxd.PoolKey]int{baseKey: 1}, []string{n.Name()})
 	refused := p.push(context.Background(), targets, sets, false)

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,7 +39,8 @@ type reconciler struct {
 	nodes  NodeLister
 	push   *pusher
 	events *eventLog
-	log    logr.Logger
+	log    *slog.Logger
+	clock  clock.WithTicker
 	sync   time.Duration
 	poll   time.Duration
 	// leading is told when the loop starts and stops driving.
@@ -83,20 +85,20 @@ func (r *reconciler) Start(ctx context.Context) error {
 	defer r.leading(false)
 	r.log.Info("driving the warm pools", "syncInterval", r.sync)
 
-	full := time.NewTicker(r.sync)
+	full := r.clock.NewTicker(r.sync)
 	defer full.Stop()
-	poll := time.NewTicker(r.poll)
+	poll := r.clock.NewTicker(r.poll)
 	defer poll.Stop()
 	r.passLogged(ctx, true)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-full.C:
+		case <-full.C():
 			r.passLogged(ctx, true)
 		case <-kick:
 			r.passLogged(ctx, false)
-		case <-poll.C:
+		case <-poll.C():
 			r.passLogged(ctx, false)
 		}
 	}
@@ -104,7 +106,7 @@ func (r *reconciler) Start(ctx context.Context) error {
 
 func (r *reconciler) passLogged(ctx context.Context, full bool) {
 	if err := r.pass(ctx, full); err != nil && ctx.Err() == nil {
-		r.log.Error(err, "warm-pool pass failed; retrying on the next tick")
+		r.log.Error("warm-pool pass failed; retrying on the next tick", "err", err)
 	}
 }
 
@@ -147,7 +149,7 @@ func (r *reconciler) pass(ctx context.Context, full bool) error {
 	sets := desiredSets(totals, names)
 	refused := r.push.push(ctx, targets, sets, full)
 	for node, err := range refused {
-		r.log.Info("node refused its pool set", "node", node, "err", err.Error())
+		r.log.Info("node refused its pool set", "node", node, "err", err)
 	}
 	seen := observedByKey(r.push.infos(targets), totals)
 	r.settle(ctx, pools, totals, seen, names, refused)
@@ -228,7 +230,7 @@ func (r *reconciler) settle(ctx context.Context, pools []*poolState, totals map[
 	for _, ps := range pools {
 		r.events.record(ps.obj, r.verdictFor(ps, totals, nodes, refused))
 		if err := r.writeStatus(ctx, ps.obj, want[ps]); err != nil && ctx.Err() == nil {
-			r.log.Error(err, "writing SandboxWarmPool status", "pool", ps.demand.Pool.String())
+			r.log.Error("writing SandboxWarmPool status", "err", err, "pool", ps.demand.Pool.String())
 		}
 	}
 }

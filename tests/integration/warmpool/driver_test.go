@@ -37,7 +37,6 @@ func TestWarmPoolDriver(t *testing.T) {
 	e := startEnv(t)
 	t.Run("PlacementScaleJoinStale", func(t *testing.T) { testPlacement(t, e) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, e) })
-	t.Run("TokenLess", func(t *testing.T) { testTokenLess(t, e) })
 }
 
 func hasEvent(e *env, ns, pool, reason, contains string) (bool, string) {
@@ -185,24 +184,3 @@ func testLeaderElection(t *testing.T, e *env) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-func testTokenLess(t *testing.T, e *env) {
-	ns := e.namespace(t, "tokenless")
-	f := e.startFleet(t, "d-", 2, "")
-	e.apply(t, ns, "idle", "idle:1", 4)
-	d, _ := e.startDriver(t, ns, "no-token", "")
-	// Give a driving replica ample time to have acted: many poll periods
-	// and two resyncs.
-	time.Sleep(3 * time.Second)
-	if d.Leading() || d.Puts() != 0 {
-		t.Fatalf("the token-less driver drives (leading=%v, puts=%d)", d.Leading(), d.Puts())
-	}
-	if h := leaseHolder(e, ns); h != "" {
-		t.Fatalf("the token-less driver took the lease (holder %q)", h)
-	}
-	for name, pools := range nodeTargets(f, "") {
-		if len(pools) != 1 || pools[keyOf("static")] != 1 {
-			t.Fatalf("node %s pools changed without a token: %v", name, pools)
-		}
-	}
-}

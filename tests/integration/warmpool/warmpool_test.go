@@ -53,10 +53,10 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 )
 
-var logger = logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+var logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 func TestMain(m *testing.M) {
-	ctrllog.SetLogger(logger)
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	os.Exit(m.Run())
 }
 
