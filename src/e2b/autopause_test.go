@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // TestAutoPause: a sandbox created with autoPause (the SDK's
@@ -39,7 +39,7 @@ func TestAutoPause(t *testing.T) {
 	// Timeout 3 s, lead 2 s: paused about a second after the create, kept
 	// for the retention instead of ending at its timeout.
 	c := e.create(t, keyA, map[string]any{"timeout": 3, "autoPause": true})
-	id, _ := sandboxid.Canonical(c.SandboxID)
+	id, _ := sandbox.CanonicalID(c.SandboxID)
 	waitPaused(c.SandboxID, 30*time.Second)
 	if kept := time.Until(e.deadline(t, id)); kept < time.Hour {
 		t.Fatalf("auto-paused sandbox is kept %s, want the 2 h retention", kept)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/e2btest"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkCreate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = f.Close() })
-	poolKey := sandboxd.PoolKey{Template: image, Net: "none", Size: "small"}
+	poolKey := sandbox.PoolKey{Template: image, Net: "none", Size: "small"}
 	ctx := context.Background()
 	node, err := sandboxd.New(f.Node(0).Addr(), sandboxd.WithToken(rootToken))
 	if err != nil {
@@ -108,7 +108,7 @@ func BenchmarkCreate(b *testing.B) {
 			if err != nil || resp.StatusCode != http.StatusCreated {
 				b.Fatalf("create = %d, %v", resp.StatusCode, err)
 			}
-			id, _ := sandboxid.Canonical(c.SandboxID)
+			id, _ := sandbox.CanonicalID(c.SandboxID)
 			if ids = append(ids, id); len(ids) == warm/2 {
 				b.StopTimer()
 				settle(b)

@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Config is a validated surface configuration (see Options.Config).
@@ -135,7 +135,7 @@ func ParseAliases(data []byte) (map[string]Template, error) {
 		if len(fields) < 2 || len(fields) > 3 {
 			return fmt.Errorf("line %d: want 'alias pool-image [size]', got %d fields", n, len(fields))
 		}
-		t := Template{Image: fields[1], Size: sandboxd.DefaultSize}
+		t := Template{Image: fields[1], Size: sandbox.DefaultSize}
 		if len(fields) == 3 {
 			t.Size = fields[2]
 		}

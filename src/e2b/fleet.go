@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -46,7 +47,7 @@ type ClaimRequest struct {
 	Namespace string
 	// Name is the claim reference's name part, chosen by the surface.
 	Name       string
-	Key        sandboxd.PoolKey
+	Key        sandbox.PoolKey
 	TTLSeconds int
 }
 
@@ -64,7 +65,7 @@ type Sandbox struct {
 	ID        string
 	Namespace string
 	Name      string
-	Key       sandboxd.PoolKey
+	Key       sandbox.PoolKey
 	// NodeAddr is the owning node's sandboxd host:port.
 	NodeAddr  string
 	ClaimedAt time.Time

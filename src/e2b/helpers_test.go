@@ -15,6 +15,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/e2btest"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
@@ -79,7 +80,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, n := range f.Nodes() {
-		if err := n.WaitWarm(ctx, sandboxd.PoolKey{Template: image, Net: "none", Size: "small"}, o.warm); err != nil {
+		if err := n.WaitWarm(ctx, sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, o.warm); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -25,15 +26,6 @@ const (
 	// NetNone is the lane with no NIC at all.
 	NetNone = "none"
 )
-
-// sizeResources are the resources e2b reports for a pool size when the
-// node is not asked (lists); a GET reads the node's own figures.
-var sizeResources = map[string]struct{ cpu, memMB int }{
-	"small":  {1, 1024},
-	"medium": {2, 2048},
-	"large":  {4, 8192},
-	"xlarge": {8, 16384},
-}
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	var req newSandboxRequest
@@ -129,21 +121,21 @@ func isSet(raw []byte) bool {
 
 // resolveTemplate maps a templateID to a pool key: an alias of the alias
 // file, else the id itself as the pool image at size small.
-func (s *Server) resolveTemplate(templateID string) (key sandboxd.PoolKey, alias string) {
+func (s *Server) resolveTemplate(templateID string) (key sandbox.PoolKey, alias string) {
 	if t, ok := s.cfg.Aliases[templateID]; ok {
-		return sandboxd.PoolKey{Template: t.Image, Size: t.Size}, templateID
+		return sandbox.PoolKey{Template: t.Image, Size: t.Size}, templateID
 	}
-	return sandboxd.PoolKey{Template: templateID, Size: sandboxd.DefaultSize}, ""
+	return sandbox.PoolKey{Template: templateID, Size: sandbox.DefaultSize}, ""
 }
 
 // aliasFor is the alias a sandbox of key was created through: the one this
 // process remembers, else the first alias (by name) that names key's image
 // and size, so every replica reports the same one.
-func (s *Server) aliasFor(key sandboxd.PoolKey, rec *record) string {
+func (s *Server) aliasFor(key sandbox.PoolKey, rec *record) string {
 	if rec != nil && rec.alias != "" {
 		return rec.alias
 	}
-	size := cmp.Or(key.Size, sandboxd.DefaultSize)
+	size := cmp.Or(key.Size, sandbox.DefaultSize)
 	var found []string
 	for a, t := range s.cfg.Aliases {
 		if t.Image == key.Template && t.Size == size {
@@ -182,15 +174,15 @@ func (s *Server) listed(sb Sandbox) listedSandbox {
 	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
 		recp = &rec
 	}
-	size := cmp.Or(sb.Key.Size, sandboxd.DefaultSize)
-	res, ok := sizeResources[size]
+	// A list reports the tier's figures; a GET reads the node's own.
+	res, ok := sandbox.SizeOf(sb.Key.Size)
 	if !ok {
-		res = sizeResources[sandboxd.DefaultSize]
+		res, _ = sandbox.SizeOf(sandbox.DefaultSize)
 	}
 	out := listedSandbox{
 		TemplateID: sb.Key.Template, Alias: s.aliasFor(sb.Key, recp), SandboxID: dnsID(sb.ID),
 		ClientID: clientID, StartedAt: sb.ClaimedAt.UTC(), EndAt: sb.Deadline.UTC(),
-		CPUCount: res.cpu, MemoryMB: res.memMB, State: stateRunning, EnvdVersion: s.cfg.EnvdVersion,
+		CPUCount: res.CPUCount, MemoryMB: res.MemoryMiB, State: stateRunning, EnvdVersion: s.cfg.EnvdVersion,
 		Metadata: map[string]string{},
 	}
 	if sb.Paused {

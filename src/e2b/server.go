@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 const (
@@ -141,7 +141,7 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 // malformed, unknown or another namespace's is the same 404.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, c caller) (Sandbox, bool) {
 	raw := r.PathValue("sandboxID")
-	id, ok := sandboxid.Canonical(raw)
+	id, ok := sandbox.CanonicalID(raw)
 	if !ok {
 		writeNotFound(w)
 		return Sandbox{}, false
@@ -248,7 +248,7 @@ func claimName() string {
 }
 
 func dnsID(id string) string {
-	if d, ok := sandboxid.DNS(id); ok {
+	if d, ok := sandbox.DNSID(id); ok {
 		return d
 	}
 	return id

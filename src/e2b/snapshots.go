@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 // Snapshots are sandboxd checkpoints. sandboxd keeps no namespace on a
@@ -113,7 +113,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	wantSandbox := ""
 	if v := q.Get("sandboxID"); v != "" {
-		id, ok := sandboxid.Canonical(v)
+		id, ok := sandbox.CanonicalID(v)
 		if !ok {
 			writeJSON(w, http.StatusOK, []snapshotInfo{})
 			return
@@ -127,7 +127,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	var matched []sandboxd.Checkpoint
 	for _, ck := range cks {
-		if wantSandbox != "" && !sandboxid.Equal(ck.SandboxID, wantSandbox) {
+		if wantSandbox != "" && !sandbox.SameID(ck.SandboxID, wantSandbox) {
 			continue
 		}
 		if wantName != "" && ck.Name != scopedName(c.namespace, wantName) && ck.ID != wantName {

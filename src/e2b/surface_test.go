@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 func TestHealthNeedsNoKey(t *testing.T) {
@@ -69,7 +69,7 @@ func TestAnonymousLandsInTheDefaultNamespace(t *testing.T) {
 	if r := e.do(t, http.MethodGet, "/sandboxes/"+c.SandboxID, "anything", nil); r.status != http.StatusOK {
 		t.Errorf("anonymous get = %d %s", r.status, r.body)
 	}
-	id, _ := sandboxid.Canonical(c.SandboxID)
+	id, _ := sandbox.CanonicalID(c.SandboxID)
 	for _, addr := range e.fleet.Addrs() {
 		cl, _ := sandboxd.New(addr, sandboxd.WithToken(rootToken))
 		if row, err := cl.Sandbox(context.Background(), id); err == nil {
@@ -94,7 +94,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	if c.TemplateID != image || c.Alias != "base" || c.Domain != domain || c.EnvdVersion != e2b.DefaultEnvdVersion || c.ClientID == "" {
 		t.Errorf("create answer = %+v", c)
 	}
-	id, _ := sandboxid.Canonical(c.SandboxID)
+	id, _ := sandbox.CanonicalID(c.SandboxID)
 	token, _ := e.claimToken(t, id)
 	if c.EnvdAccessToken != derived(token) || strings.Contains(string(mustJSON(t, c)), token) {
 		t.Errorf("envdAccessToken is not the derived token, or the claim token leaked")
@@ -353,11 +353,11 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 	e.do(t, http.MethodPost, "/v2/sandboxes", keyDef, `{"templateID":"base","allow_internet_access":true}`)
 
 	want := []e2b.ClaimRequest{
-		{Namespace: "default", Key: sandboxd.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
-		{Namespace: "default", Key: sandboxd.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42},
-		{Namespace: "default", Key: sandboxd.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
-		{Namespace: "default", Key: sandboxd.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
-		{Namespace: "default", Key: sandboxd.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
+		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
+		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42},
+		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
+		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
+		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -608,7 +608,7 @@ func TestFleetFailuresMapToStatus(t *testing.T) {
 func TestEnvdGetsTheAccessToken(t *testing.T) {
 	e := newEnv(t, envOptions{tokenlessEnvd: true})
 	c := e.create(t, keyA, nil)
-	id, _ := sandboxid.Canonical(c.SandboxID)
+	id, _ := sandbox.CanonicalID(c.SandboxID)
 	if r := e.envdGet(t, id, "", "/envs"); r.status != http.StatusUnauthorized {
 		t.Errorf("envd without a token after create = %d, want 401", r.status)
 	}

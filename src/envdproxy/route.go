@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Request headers the proxy reads. The SDK sends the two E2b-Sandbox-*
@@ -63,7 +63,7 @@ func ParseHeaders(id, port string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	canon, ok := sandboxid.Canonical(strings.TrimSpace(id))
+	canon, ok := sandbox.CanonicalID(strings.TrimSpace(id))
 	if !ok {
 		return Target{}, errBadID
 	}
@@ -102,7 +102,7 @@ func ParseHost(host, domain string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	canon, ok := sandboxid.Canonical(strings.ToLower(idPart))
+	canon, ok := sandbox.CanonicalID(strings.ToLower(idPart))
 	if !ok {
 		return Target{}, errBadID
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 func TestParseHost(t *testing.T) {
@@ -128,10 +128,10 @@ func checkTarget(t *testing.T, got envdproxy.Target, domain string) {
 	if got.Port < 1 || got.Port > 65535 {
 		t.Fatalf("port %d out of range", got.Port)
 	}
-	if !strings.HasPrefix(got.ID, sandboxid.Prefix) || !sandboxid.Valid(got.ID) {
+	if !strings.HasPrefix(got.ID, sandbox.IDPrefix) || !sandbox.ValidID(got.ID) {
 		t.Fatalf("id %q is not canonical", got.ID)
 	}
-	dnsID, _ := sandboxid.DNS(got.ID)
+	dnsID, _ := sandbox.DNSID(got.ID)
 	again, err := envdproxy.ParseHost(fmt.Sprintf("%d-%s.%s", got.Port, strings.ToLower(dnsID), domain), domain)
 	if err != nil || again.Port != got.Port || again.ID != strings.ToLower(got.ID) {
 		t.Fatalf("round trip of %+v: %+v, %v", got, again, err)

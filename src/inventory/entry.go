@@ -4,10 +4,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Node is one fresh node as its last inventory describes it.
@@ -73,28 +71,6 @@ func (e *Entry) Same(o *Entry) bool {
 		e.ClaimedAt.Equal(o.ClaimedAt)
 }
 
-// RefKey is the index key of a namespace and object name.
-func RefKey(namespace, name string) string { return namespace + "/" + name }
-
-// ParseClaimRef places a claim reference "<namespace>/<name>" in the Sandbox
-// API. The namespace must be a DNS-1123 label. The name is shown with every
-// underscore turned into a hyphen and must then be a DNS-1123 subdomain:
-// sandboxd records a fork child under prefix+id ("team/web-fork-sb_0a1b"),
-// and the hyphenated spelling ("web-fork-sb-0a1b") is the one a Kubernetes
-// client can address. Names the apiserver itself claims under never contain
-// an underscore, so the mapping only ever touches such children.
-func ParseClaimRef(ref string) (namespace, name string, ok bool) {
-	ns, rest, found := strings.Cut(ref, "/")
-	if !found || len(validation.IsDNS1123Label(ns)) != 0 {
-		return "", "", false
-	}
-	name = strings.ReplaceAll(rest, "_", "-")
-	if len(validation.IsDNS1123Subdomain(name)) != 0 {
-		return "", "", false
-	}
-	return ns, name, true
-}
-
 // newEntry converts one published entry of node.
 func newEntry(node, nodeAddr string, in *v1beta1.InventoryEntry) *Entry {
 	e := &Entry{
@@ -109,12 +85,12 @@ func newEntry(node, nodeAddr string, in *v1beta1.InventoryEntry) *Entry {
 	if e.Address == "" {
 		e.Address = nodeAddr
 	}
-	if e.ID == "" && sandboxid.Valid(in.Name) {
+	if e.ID == "" && sandbox.ValidID(in.Name) {
 		e.ID = in.Name
 	}
-	if id, ok := sandboxid.Canonical(e.ID); ok {
+	if id, ok := sandbox.CanonicalID(e.ID); ok {
 		e.ID = id
-		e.DNSID, _ = sandboxid.DNS(id)
+		e.DNSID, _ = sandbox.DNSID(id)
 	}
 	if in.Deadline != nil {
 		e.Deadline = in.Deadline.Time
@@ -128,7 +104,9 @@ func newEntry(node, nodeAddr string, in *v1beta1.InventoryEntry) *Entry {
 		ref = in.Name
 	}
 	if ref != "" {
-		e.Namespace, e.ObjectName, _ = ParseClaimRef(ref)
+		if r, ok := sandbox.ParseClaimRef(ref); ok {
+			e.Namespace, e.ObjectName = r.Namespace, r.Name
+		}
 	}
 	return e
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // DefaultResync is how often the store re-applies the freshness rule with
@@ -171,7 +171,7 @@ func (s *Store) Node(name string) (Node, bool) {
 // ByClaimRef returns the sandbox claimed as namespace/name on a fresh node.
 // name is the object name; an underscore spelling is accepted too.
 func (s *Store) ByClaimRef(namespace, name string) (Entry, bool) {
-	key := RefKey(namespace, strings.ReplaceAll(name, "_", "-"))
+	key := sandbox.ClaimRef{Namespace: namespace, Name: strings.ReplaceAll(name, "_", "-")}.String()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if e := pick(s.byRef[key]); e != nil {
@@ -184,7 +184,7 @@ func (s *Store) ByClaimRef(namespace, name string) (Entry, bool) {
 // on a fresh node. A non-empty namespace keeps only a sandbox claimed in
 // it; "" matches every sandbox, including one claimed without a reference.
 func (s *Store) ByID(id, namespace string) (Entry, bool) {
-	canon, ok := sandboxid.Canonical(id)
+	canon, ok := sandbox.CanonicalID(id)
 	if !ok {
 		return Entry{}, false
 	}

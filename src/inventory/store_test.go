@@ -308,27 +308,3 @@ func TestStoreDuplicateClaimRef(t *testing.T) {
 		t.Fatalf("after node-1 left, ByClaimRef = %+v, %v", e, ok)
 	}
 }
-
-func TestParseClaimRef(t *testing.T) {
-	cases := []struct {
-		ref, ns, name string
-		ok            bool
-	}{
-		{"team-a/web", "team-a", "web", true},
-		{"team-a/web-fork-sb_0a1b", "team-a", "web-fork-sb-0a1b", true},
-		{"team-a/a.b", "team-a", "a.b", true},
-		{"sb_0a1b", "", "", false},
-		{"/web", "", "", false},
-		{"team-a/", "", "", false},
-		{"Team/web", "", "", false},
-		{"team-a/Web", "", "", false},
-		{"team-a/web/x", "", "", false},
-		{"a.b/web", "", "", false},
-	}
-	for _, tc := range cases {
-		ns, name, ok := inventory.ParseClaimRef(tc.ref)
-		if ns != tc.ns || name != tc.name || ok != tc.ok {
-			t.Errorf("ParseClaimRef(%q) = %q, %q, %v; want %q, %q, %v", tc.ref, ns, name, ok, tc.ns, tc.name, tc.ok)
-		}
-	}
-}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 // maxClaimEntries bounds how many nodes one claim enters at. Each entry
@@ -28,10 +28,11 @@ var _ e2b.Fleet = (*Mesh)(nil)
 // reached leaves the view and the next candidate is tried; so is one at
 // capacity. A drained fleet is an error wrapping sandboxd.ErrCapacity.
 func (m *Mesh) Claim(ctx context.Context, req e2b.ClaimRequest) (e2b.Claimed, error) {
-	ref, err := claimRef(req.Namespace, req.Name)
+	cref, err := sandbox.NewClaimRef(req.Namespace, req.Name)
 	if err != nil {
-		return e2b.Claimed{}, err
+		return e2b.Claimed{}, fmt.Errorf("mesh: claim: %w", err)
 	}
+	ref := cref.String()
 	key := req.Key.WithDefaults()
 	body := sandboxd.ClaimRequest{Template: key.Template, Net: key.Net, Size: key.Size, TTLSeconds: req.TTLSeconds, ClaimRef: ref}
 
@@ -51,7 +52,7 @@ func (m *Mesh) Claim(ctx context.Context, req e2b.ClaimRequest) (e2b.Claimed, er
 		}
 		cl, err := c.Claim(ctx, body)
 		if err == nil {
-			id, ok := sandboxid.Canonical(cl.ID)
+			id, ok := sandbox.CanonicalID(cl.ID)
 			if !ok {
 				return e2b.Claimed{}, fmt.Errorf("mesh: claim at %s: node answered a malformed sandbox id", addr)
 			}
@@ -86,7 +87,7 @@ func (m *Mesh) Claim(ctx context.Context, req e2b.ClaimRequest) (e2b.Claimed, er
 }
 
 // claimEntries orders the nodes a claim may enter at.
-func (m *Mesh) claimEntries(key sandboxd.PoolKey) []string {
+func (m *Mesh) claimEntries(key sandbox.PoolKey) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	live := m.liveLocked()
@@ -201,7 +202,7 @@ func (m *Mesh) List(ctx context.Context, namespace string) ([]e2b.Sandbox, error
 // live node at once and takes the owner's answer. A sandbox outside
 // namespace is ErrNotFound, like one that does not exist.
 func (m *Mesh) Get(ctx context.Context, namespace, id string) (e2b.Sandbox, error) {
-	canon, ok := sandboxid.Canonical(id)
+	canon, ok := sandbox.CanonicalID(id)
 	if !ok {
 		return e2b.Sandbox{}, e2b.ErrNotFound
 	}
@@ -308,16 +309,16 @@ func inNamespace(sb e2b.Sandbox, namespace string) (e2b.Sandbox, error) {
 // toSandbox converts an index row of the node at addr; ok is false for a
 // row in no namespace.
 func toSandbox(r sandboxd.Sandbox, addr string) (e2b.Sandbox, bool) {
-	ns, name, ok := splitClaimRef(r.ClaimRef)
+	ref, ok := sandbox.ParseClaimRef(r.ClaimRef)
 	if !ok {
 		return e2b.Sandbox{}, false
 	}
-	id, ok := sandboxid.Canonical(r.ID)
+	id, ok := sandbox.CanonicalID(r.ID)
 	if !ok {
 		return e2b.Sandbox{}, false
 	}
 	sb := e2b.Sandbox{
-		ID: id, Namespace: ns, Name: name, Key: r.Key.WithDefaults(),
+		ID: id, Namespace: ref.Namespace, Name: ref.Name, Key: r.Key.WithDefaults(),
 		NodeAddr: addr, Deadline: r.Deadline, Paused: r.Hibernated,
 	}
 	if r.ClaimedAt != nil {

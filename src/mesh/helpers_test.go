@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
@@ -18,7 +19,7 @@ const (
 	template  = "base:24.04"
 )
 
-var baseKey = sandboxd.PoolKey{Template: template}.WithDefaults()
+var baseKey = sandbox.PoolKey{Template: template}.WithDefaults()
 
 // cluster is a set of simulated nodes that gossip with each other, where
 // a node can be stopped (its listener closed) and started again on the

@@ -3,8 +3,8 @@ package mesh
 import (
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 // indexEntry is where the view last saw a sandbox. The index only routes:
@@ -27,7 +27,7 @@ func (m *Mesh) rebuildIndexLocked(start time.Time, results []probe) {
 			continue
 		}
 		for _, r := range p.rows {
-			if id, ok := sandboxid.Canonical(r.ID); ok {
+			if id, ok := sandbox.CanonicalID(r.ID); ok {
 				idx[id] = indexEntry{addr: p.addr, claimRef: r.ClaimRef}
 			}
 		}
@@ -74,7 +74,7 @@ func (m *Mesh) recordRows(addr string, rows []sandboxd.Sandbox) {
 	defer m.mu.Unlock()
 	listed := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		if id, ok := sandboxid.Canonical(r.ID); ok {
+		if id, ok := sandbox.CanonicalID(r.ID); ok {
 			listed[id] = true
 			m.index[id] = indexEntry{addr: addr, claimRef: r.ClaimRef, addedAt: now}
 		}

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Locator is the envd proxy's view of the same mesh.
@@ -34,7 +35,7 @@ func (l *Locator) Owner(id string) (string, bool) {
 		return "", false
 	}
 	if l.namespace != "" {
-		if ns, _, ok := splitClaimRef(e.claimRef); !ok || ns != l.namespace {
+		if ref, ok := sandbox.ParseClaimRef(e.claimRef); !ok || ref.Namespace != l.namespace {
 			return "", false
 		}
 	}

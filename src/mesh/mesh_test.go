@@ -9,8 +9,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 func TestDiscoveryFromOneSeed(t *testing.T) {
@@ -173,7 +173,7 @@ func TestClaimFollowsRedirect(t *testing.T) {
 		if cl.NodeAddr != c.addr(1) {
 			t.Errorf("claim %s owned by %s, want the warm node", cl.Name, cl.NodeAddr)
 		}
-		if !sandboxid.Valid(cl.ID) || cl.ID[:3] != sandboxid.Prefix || cl.ClaimToken == "" {
+		if !sandbox.ValidID(cl.ID) || cl.ID[:3] != sandbox.IDPrefix || cl.ClaimToken == "" {
 			t.Errorf("claimed %+v", cl.Sandbox)
 		}
 		if d := time.Until(cl.Deadline); d < 9*time.Minute || d > 11*time.Minute {
@@ -220,7 +220,7 @@ func TestGetFindsOwnerAndScopesNamespace(t *testing.T) {
 	// No refresh: the index is empty, so Get must ask the nodes.
 	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0), c.addr(1), c.addr(2)}})
 	ctx := context.Background()
-	dns, _ := sandboxid.DNS(cl.ID)
+	dns, _ := sandbox.DNSID(cl.ID)
 	for _, id := range []string{cl.ID, dns} {
 		sb, err := m.Get(ctx, "team-a", id)
 		if err != nil {

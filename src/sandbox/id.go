@@ -1,5 +1,4 @@
-// Package sandboxid converts between the two spellings of a sandboxd claim
-// id.
+// Sandbox ids.
 //
 // sandboxd names a claim "sb_" followed by its body ("sb_0123abcd"). An
 // underscore is not allowed in a DNS label, so every surface that puts the
@@ -8,34 +7,35 @@
 // spellings differ only in that separator; the body is the same bytes.
 //
 // Only the prefix is rewritten, which makes the mapping a bijection between
-// well-formed ids: Canonical(DNS(id)) == id and DNS(Canonical(s)) == s.
-package sandboxid
+// well-formed ids: CanonicalID(DNSID(id)) == id and DNSID(CanonicalID(s)) == s.
+
+package sandbox
 
 import "strings"
 
 const (
-	// Prefix starts an id as sandboxd writes it.
-	Prefix = "sb_"
-	// DNSPrefix starts the DNS-safe spelling of the same id.
-	DNSPrefix = "sb-"
+	// IDPrefix starts an id as sandboxd writes it.
+	IDPrefix = "sb_"
+	// DNSIDPrefix starts the DNS-safe spelling of the same id.
+	DNSIDPrefix = "sb-"
 
-	// MaxLen bounds an id in either spelling: the DNS spelling must fit in
+	// MaxIDLen bounds an id in either spelling: the DNS spelling must fit in
 	// one DNS label, and that bound also keeps hostile input short.
-	MaxLen = 63
+	MaxIDLen = 63
 )
 
-// Valid reports whether s is an id in either spelling: a known prefix, then
-// a non-empty body of ASCII letters, digits and hyphens, at most MaxLen
+// ValidID reports whether s is an id in either spelling: a known prefix, then
+// a non-empty body of ASCII letters, digits and hyphens, at most MaxIDLen
 // bytes in all. The body never holds an underscore, so the DNS spelling
 // stays a valid label.
-func Valid(s string) bool {
-	if len(s) > MaxLen || len(s) <= len(Prefix) {
+func ValidID(s string) bool {
+	if len(s) > MaxIDLen || len(s) <= len(IDPrefix) {
 		return false
 	}
-	if !strings.HasPrefix(s, Prefix) && !strings.HasPrefix(s, DNSPrefix) {
+	if !strings.HasPrefix(s, IDPrefix) && !strings.HasPrefix(s, DNSIDPrefix) {
 		return false
 	}
-	body := s[len(Prefix):]
+	body := s[len(IDPrefix):]
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
@@ -45,36 +45,36 @@ func Valid(s string) bool {
 	return true
 }
 
-// Canonical returns the sandboxd spelling ("sb_…") of an id given in either
+// CanonicalID returns the sandboxd spelling ("sb_…") of an id given in either
 // spelling, and false when s is not a valid id.
-func Canonical(s string) (string, bool) {
-	if !Valid(s) {
+func CanonicalID(s string) (string, bool) {
+	if !ValidID(s) {
 		return "", false
 	}
-	if strings.HasPrefix(s, Prefix) {
+	if strings.HasPrefix(s, IDPrefix) {
 		return s, true
 	}
-	return Prefix + s[len(DNSPrefix):], true
+	return IDPrefix + s[len(DNSIDPrefix):], true
 }
 
-// DNS returns the DNS-safe spelling ("sb-…") of an id given in either
+// DNSID returns the DNS-safe spelling ("sb-…") of an id given in either
 // spelling, and false when s is not a valid id.
-func DNS(s string) (string, bool) {
-	if !Valid(s) {
+func DNSID(s string) (string, bool) {
+	if !ValidID(s) {
 		return "", false
 	}
-	if strings.HasPrefix(s, DNSPrefix) {
+	if strings.HasPrefix(s, DNSIDPrefix) {
 		return s, true
 	}
-	return DNSPrefix + s[len(Prefix):], true
+	return DNSIDPrefix + s[len(IDPrefix):], true
 }
 
-// Equal reports whether a and b name the same id, in whichever spellings.
-func Equal(a, b string) bool {
-	ca, ok := Canonical(a)
+// SameID reports whether a and b name the same id, in whichever spellings.
+func SameID(a, b string) bool {
+	ca, ok := CanonicalID(a)
 	if !ok {
 		return false
 	}
-	cb, ok := Canonical(b)
+	cb, ok := CanonicalID(b)
 	return ok && ca == cb
 }

@@ -1,11 +1,11 @@
-package sandboxid
+package sandbox
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestSpellings(t *testing.T) {
+func TestIDSpellings(t *testing.T) {
 	cases := []struct {
 		in        string
 		valid     bool
@@ -16,8 +16,8 @@ func TestSpellings(t *testing.T) {
 		{in: "sb-0123abcd", valid: true, canonical: "sb_0123abcd", dns: "sb-0123abcd"},
 		{in: "sb_a-b", valid: true, canonical: "sb_a-b", dns: "sb-a-b"},
 		{in: "sb-A1", valid: true, canonical: "sb_A1", dns: "sb-A1"},
-		{in: "sb_" + strings.Repeat("f", MaxLen-3), valid: true, canonical: "sb_" + strings.Repeat("f", MaxLen-3), dns: "sb-" + strings.Repeat("f", MaxLen-3)},
-		{in: "sb_" + strings.Repeat("f", MaxLen-2)},
+		{in: "sb_" + strings.Repeat("f", MaxIDLen-3), valid: true, canonical: "sb_" + strings.Repeat("f", MaxIDLen-3), dns: "sb-" + strings.Repeat("f", MaxIDLen-3)},
+		{in: "sb_" + strings.Repeat("f", MaxIDLen-2)},
 		{in: ""},
 		{in: "sb_"},
 		{in: "sb-"},
@@ -33,22 +33,22 @@ func TestSpellings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
-			if got := Valid(tc.in); got != tc.valid {
-				t.Fatalf("Valid(%q) = %v, want %v", tc.in, got, tc.valid)
+			if got := ValidID(tc.in); got != tc.valid {
+				t.Fatalf("ValidID(%q) = %v, want %v", tc.in, got, tc.valid)
 			}
-			c, ok := Canonical(tc.in)
+			c, ok := CanonicalID(tc.in)
 			if ok != tc.valid || c != tc.canonical {
-				t.Errorf("Canonical(%q) = %q, %v; want %q, %v", tc.in, c, ok, tc.canonical, tc.valid)
+				t.Errorf("CanonicalID(%q) = %q, %v; want %q, %v", tc.in, c, ok, tc.canonical, tc.valid)
 			}
-			d, ok := DNS(tc.in)
+			d, ok := DNSID(tc.in)
 			if ok != tc.valid || d != tc.dns {
-				t.Errorf("DNS(%q) = %q, %v; want %q, %v", tc.in, d, ok, tc.dns, tc.valid)
+				t.Errorf("DNSID(%q) = %q, %v; want %q, %v", tc.in, d, ok, tc.dns, tc.valid)
 			}
 		})
 	}
 }
 
-func TestEqual(t *testing.T) {
+func TestSameID(t *testing.T) {
 	cases := []struct {
 		a, b string
 		want bool
@@ -60,8 +60,8 @@ func TestEqual(t *testing.T) {
 		{"", "", false},
 	}
 	for _, tc := range cases {
-		if got := Equal(tc.a, tc.b); got != tc.want {
-			t.Errorf("Equal(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := SameID(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameID(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
@@ -74,9 +74,9 @@ func FuzzSpellings(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, okC := Canonical(s)
-		d, okD := DNS(s)
-		if okC != Valid(s) || okD != Valid(s) {
+		c, okC := CanonicalID(s)
+		d, okD := DNSID(s)
+		if okC != ValidID(s) || okD != ValidID(s) {
 			t.Fatalf("conversions of %q disagree with Valid", s)
 		}
 		if !okC {
@@ -85,19 +85,19 @@ func FuzzSpellings(f *testing.F) {
 			}
 			return
 		}
-		if !strings.HasPrefix(c, Prefix) || !strings.HasPrefix(d, DNSPrefix) {
+		if !strings.HasPrefix(c, IDPrefix) || !strings.HasPrefix(d, DNSIDPrefix) {
 			t.Fatalf("%q: canonical %q, dns %q have the wrong prefixes", s, c, d)
 		}
-		if strings.Contains(d, "_") || len(d) > MaxLen {
+		if strings.Contains(d, "_") || len(d) > MaxIDLen {
 			t.Fatalf("%q: dns spelling %q is not a DNS label", s, d)
 		}
-		if back, ok := Canonical(d); !ok || back != c {
-			t.Fatalf("Canonical(DNS(%q)) = %q, %v; want %q", s, back, ok, c)
+		if back, ok := CanonicalID(d); !ok || back != c {
+			t.Fatalf("CanonicalID(DNSID(%q)) = %q, %v; want %q", s, back, ok, c)
 		}
-		if back, ok := DNS(c); !ok || back != d {
-			t.Fatalf("DNS(Canonical(%q)) = %q, %v; want %q", s, back, ok, d)
+		if back, ok := DNSID(c); !ok || back != d {
+			t.Fatalf("DNSID(CanonicalID(%q)) = %q, %v; want %q", s, back, ok, d)
 		}
-		if !Equal(s, c) || !Equal(s, d) {
+		if !SameID(s, c) || !SameID(s, d) {
 			t.Fatalf("%q does not equal its own spellings", s)
 		}
 	})

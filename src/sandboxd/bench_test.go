@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
@@ -22,7 +23,7 @@ func benchFleet(b *testing.B) *sandboxd.Client {
 	}
 	b.Cleanup(func() { _ = f.Close() })
 	n := f.Node(0)
-	if err := n.WaitWarm(context.Background(), sandboxd.PoolKey{Template: "base:24.04"}, 256); err != nil {
+	if err := n.WaitWarm(context.Background(), sandbox.PoolKey{Template: "base:24.04"}, 256); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {

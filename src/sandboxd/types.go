@@ -1,12 +1,13 @@
 package sandboxd
 
-import "time"
+import (
+	"time"
 
-// Defaults a node applies to a claim or pool key that leaves a field empty.
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+)
+
+// Lease bounds and the guest port a node relays e2b's envd on.
 const (
-	DefaultNet  = "none"
-	DefaultSize = "small"
-
 	// DefaultTTL is the lease a node grants when ttl_seconds is 0.
 	DefaultTTL = 300 * time.Second
 	// MaxTTL is the longest lease a node grants; longer requests are clamped.
@@ -15,27 +16,6 @@ const (
 	// EnvdPort is the guest port e2b's envd listens on.
 	EnvdPort = 49983
 )
-
-// PoolKey identifies a warm pool on a node.
-type PoolKey struct {
-	Template string `json:"template"`
-	Net      string `json:"net"`
-	Size     string `json:"size"`
-}
-
-// WithDefaults fills an empty net or size the way a node does.
-func (k PoolKey) WithDefaults() PoolKey {
-	if k.Net == "" {
-		k.Net = DefaultNet
-	}
-	if k.Size == "" {
-		k.Size = DefaultSize
-	}
-	return k
-}
-
-// String renders the key as template:net:size for logs and flags.
-func (k PoolKey) String() string { return k.Template + ":" + k.Net + ":" + k.Size }
 
 // ClaimRequest is the body of POST /v1/claim.
 type ClaimRequest struct {
@@ -54,8 +34,8 @@ type ClaimRequest struct {
 }
 
 // Key is the pool key the request claims from, with defaults applied.
-func (r ClaimRequest) Key() PoolKey {
-	return PoolKey{Template: r.Template, Net: r.Net, Size: r.Size}.WithDefaults()
+func (r ClaimRequest) Key() sandbox.PoolKey {
+	return sandbox.PoolKey{Template: r.Template, Net: r.Net, Size: r.Size}.WithDefaults()
 }
 
 // ClaimResponse is the raw answer of POST /v1/claim (and of a checkpoint
@@ -97,8 +77,8 @@ type PoolSpec struct {
 }
 
 // Key is the pool key of the spec, with defaults applied.
-func (p PoolSpec) Key() PoolKey {
-	return PoolKey{Template: p.Template, Net: p.Net, Size: p.Size}.WithDefaults()
+func (p PoolSpec) Key() sandbox.PoolKey {
+	return sandbox.PoolKey{Template: p.Template, Net: p.Net, Size: p.Size}.WithDefaults()
 }
 
 // PoolsRequest is the body of PUT /v1/pools: the node's whole desired set.
@@ -108,11 +88,11 @@ type PoolsRequest struct {
 
 // PoolStatus is one pool row of GET /v1/info.
 type PoolStatus struct {
-	Key       PoolKey `json:"key"`
-	Warm      int     `json:"warm"`
-	Refilling int     `json:"refilling"`
-	Target    int     `json:"target"`
-	Golden    bool    `json:"golden"`
+	Key       sandbox.PoolKey `json:"key"`
+	Warm      int             `json:"warm"`
+	Refilling int             `json:"refilling"`
+	Target    int             `json:"target"`
+	Golden    bool            `json:"golden"`
 }
 
 // Info is the GET /v1/info payload (also answered by PUT /v1/pools and the
@@ -129,7 +109,7 @@ type Info struct {
 }
 
 // Pool returns the status row for key, if the node has that pool.
-func (i *Info) Pool(key PoolKey) (PoolStatus, bool) {
+func (i *Info) Pool(key sandbox.PoolKey) (PoolStatus, bool) {
 	key = key.WithDefaults()
 	for _, p := range i.Pools {
 		if p.Key == key {
@@ -143,15 +123,15 @@ func (i *Info) Pool(key PoolKey) (PoolStatus, bool) {
 // GET /v1/sandboxes/{id}). Token is set only on the per-id read by the
 // configured root token.
 type Sandbox struct {
-	ID             string     `json:"id"`
-	Key            PoolKey    `json:"key"`
-	Deadline       time.Time  `json:"deadline"`
-	ClaimedAt      *time.Time `json:"claimed_at,omitempty"`
-	Hibernated     bool       `json:"hibernated"`
-	Archived       bool       `json:"archived,omitempty"`
-	FromCheckpoint string     `json:"from_checkpoint,omitempty"`
-	ClaimRef       string     `json:"claim_ref,omitempty"`
-	Token          string     `json:"token,omitempty"`
+	ID             string          `json:"id"`
+	Key            sandbox.PoolKey `json:"key"`
+	Deadline       time.Time       `json:"deadline"`
+	ClaimedAt      *time.Time      `json:"claimed_at,omitempty"`
+	Hibernated     bool            `json:"hibernated"`
+	Archived       bool            `json:"archived,omitempty"`
+	FromCheckpoint string          `json:"from_checkpoint,omitempty"`
+	ClaimRef       string          `json:"claim_ref,omitempty"`
+	Token          string          `json:"token,omitempty"`
 }
 
 // SandboxList is the GET /v1/sandboxes payload.
@@ -192,12 +172,12 @@ type CheckpointRequest struct {
 
 // Checkpoint is one checkpoint record.
 type Checkpoint struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"` // always sent, "" when unnamed
-	SandboxID string    `json:"sandbox_id"`
-	Key       PoolKey   `json:"key"`
-	Tenant    string    `json:"tenant,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"` // always sent, "" when unnamed
+	SandboxID string          `json:"sandbox_id"`
+	Key       sandbox.PoolKey `json:"key"`
+	Tenant    string          `json:"tenant,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 // CheckpointResponse wraps a created checkpoint.

@@ -14,8 +14,9 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Condition reasons this server sets beside upstream's.
@@ -62,7 +63,7 @@ func uidFor(node, id string) types.UID {
 }
 
 // toSandbox renders a view as the Sandbox the API serves at revision rev.
-func toSandbox(v *view, rev sandbox.Revision) *agentsv1beta1.Sandbox {
+func toSandbox(v *view, rev registry.Revision) *agentsv1beta1.Sandbox {
 	out := &agentsv1beta1.Sandbox{}
 	fillSandbox(out, v, rev)
 	return out
@@ -70,7 +71,7 @@ func toSandbox(v *view, rev sandbox.Revision) *agentsv1beta1.Sandbox {
 
 // fillSandbox renders a view into out, which must be zero; a list renders
 // straight into its items this way instead of copying each object.
-func fillSandbox(out *agentsv1beta1.Sandbox, v *view, rev sandbox.Revision) {
+func fillSandbox(out *agentsv1beta1.Sandbox, v *view, rev registry.Revision) {
 	e := &v.entry
 	if v.obj != nil {
 		v.obj.DeepCopyInto(out)
@@ -93,20 +94,20 @@ func fillSandbox(out *agentsv1beta1.Sandbox, v *view, rev sandbox.Revision) {
 	if out.Annotations == nil {
 		out.Annotations = make(map[string]string, 4)
 	}
-	out.Annotations[AnnotationNode] = e.Node
-	out.Annotations[AnnotationID] = e.ID
+	out.Annotations[sandbox.AnnotationNode] = e.Node
+	out.Annotations[sandbox.AnnotationID] = e.ID
 	if e.Template != "" {
-		out.Annotations[AnnotationTemplate] = e.Template
+		out.Annotations[sandbox.AnnotationTemplate] = e.Template
 	}
-	delete(out.Annotations, AnnotationDeadline)
+	delete(out.Annotations, sandbox.AnnotationDeadline)
 	if !e.Deadline.IsZero() {
-		out.Annotations[AnnotationDeadline] = e.Deadline.UTC().Format(time.RFC3339)
+		out.Annotations[sandbox.AnnotationDeadline] = e.Deadline.UTC().Format(time.RFC3339)
 	}
 	if len(validation.IsValidLabelValue(e.Node)) == 0 {
 		if out.Labels == nil {
 			out.Labels = make(map[string]string, 1)
 		}
-		out.Labels[LabelNode] = e.Node
+		out.Labels[sandbox.LabelNode] = e.Node
 	}
 
 	out.Spec.ShutdownTime = nil

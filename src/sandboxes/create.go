@@ -16,8 +16,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 // candidate is a node that advertises warm capacity for the pool key.
@@ -28,14 +28,14 @@ type candidate struct {
 
 // candidates ranks the fresh nodes with warm VMs for key: most warm first,
 // then by name, so equal nodes are tried in the same order everywhere.
-func (s *Service) candidates(key sandboxd.PoolKey) []candidate {
+func (s *Service) candidates(key sandbox.PoolKey) []candidate {
 	var out []candidate
 	for _, n := range s.inv.Nodes() {
 		if n.Address == "" {
 			continue
 		}
 		for _, p := range n.Pools {
-			pk := sandboxd.PoolKey{Template: p.Template, Net: p.Net, Size: p.Size}.WithDefaults()
+			pk := sandbox.PoolKey{Template: p.Template, Net: p.Net, Size: p.Size}.WithDefaults()
 			if pk == key && p.Warm > 0 {
 				out = append(out, candidate{node: n.Name, addr: n.Address, warm: p.Warm})
 				break
@@ -76,7 +76,7 @@ func (s *Service) Create(ctx context.Context, in *agentsv1beta1.Sandbox) (*agent
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 
-	ref := inventory.RefKey(sb.Namespace, sb.Name)
+	ref := sandbox.ClaimRef{Namespace: sb.Namespace, Name: sb.Name}.String()
 	s.mu.Lock()
 	_, exists := s.currentLocked(ref)
 	_, inFlight := s.creating[ref]
@@ -106,10 +106,10 @@ func (s *Service) Create(ctx context.Context, in *agentsv1beta1.Sandbox) (*agent
 	}
 
 	sb.Annotations = cloneMap(sb.Annotations)
-	sb.Annotations[AnnotationNet] = key.Net
-	sb.Annotations[AnnotationSize] = key.Size
-	id, _ := sandboxid.Canonical(claim.ID)
-	dns, _ := sandboxid.DNS(claim.ID)
+	sb.Annotations[sandbox.AnnotationNet] = key.Net
+	sb.Annotations[sandbox.AnnotationSize] = key.Size
+	id, _ := sandbox.CanonicalID(claim.ID)
+	dns, _ := sandbox.DNSID(claim.ID)
 	e := inventory.Entry{
 		Node: node, Address: claim.OwnerAddr, Name: ref, Phase: v1beta1.SandboxPhaseRunning,
 		ID: cmp.Or(id, claim.ID), DNSID: dns, ClaimRef: ref, Template: key.Template,

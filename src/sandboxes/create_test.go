@@ -11,8 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -41,16 +42,16 @@ func TestCreateGetListDelete(t *testing.T) {
 		t.Fatalf("uid/creationTimestamp/resourceVersion not filled: %+v", got.ObjectMeta)
 	}
 	wantAnn := map[string]string{
-		AnnotationNode: nodeName, AnnotationID: live.ID, AnnotationTemplate: "base",
-		AnnotationNet: "none", AnnotationSize: "small", AnnotationDeadline: live.Deadline.UTC().Format(time.RFC3339),
+		sandbox.AnnotationNode: nodeName, sandbox.AnnotationID: live.ID, sandbox.AnnotationTemplate: "base",
+		sandbox.AnnotationNet: "none", sandbox.AnnotationSize: "small", sandbox.AnnotationDeadline: live.Deadline.UTC().Format(time.RFC3339),
 	}
 	for k, v := range wantAnn {
 		if got.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, got.Annotations[k], v)
 		}
 	}
-	if got.Labels[LabelNode] != nodeName || got.Status.NodeName != nodeName {
-		t.Errorf("node label/status = %q/%q", got.Labels[LabelNode], got.Status.NodeName)
+	if got.Labels[sandbox.LabelNode] != nodeName || got.Status.NodeName != nodeName {
+		t.Errorf("node label/status = %q/%q", got.Labels[sandbox.LabelNode], got.Status.NodeName)
 	}
 	if got.Spec.ShutdownTime == nil || !got.Spec.ShutdownTime.Time.Equal(live.Deadline) {
 		t.Errorf("shutdownTime = %v, want the granted deadline %v", got.Spec.ShutdownTime, live.Deadline)
@@ -73,7 +74,7 @@ func TestCreateGetListDelete(t *testing.T) {
 	// After it publishes the inventory serves the same object identity.
 	e.publish()
 	g, err := e.svc.Get(ctx, "team-a", "web")
-	if err != nil || g.UID != got.UID || g.Annotations[AnnotationID] != live.ID {
+	if err != nil || g.UID != got.UID || g.Annotations[sandbox.AnnotationID] != live.ID {
 		t.Fatalf("Get after publish = %v, %v", g, err)
 	}
 
@@ -156,8 +157,8 @@ func TestCreateFallsThroughToNextNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if got.Annotations[AnnotationNode] != "sim-node-1" {
-		t.Fatalf("claimed on %s, want sim-node-1", got.Annotations[AnnotationNode])
+	if got.Annotations[sandbox.AnnotationNode] != "sim-node-1" {
+		t.Fatalf("claimed on %s, want sim-node-1", got.Annotations[sandbox.AnnotationNode])
 	}
 	if r := e.fleet.Node(0).Counters().Refused; r != refusedBefore+1 {
 		t.Fatalf("sim-node-0 refused %d claims, want exactly one more (the node was asked first)", r-refusedBefore)
@@ -177,8 +178,8 @@ func TestCreateSkipsUnreachableNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if got.Annotations[AnnotationNode] != "sim-node-1" {
-		t.Fatalf("claimed on %s, want sim-node-1", got.Annotations[AnnotationNode])
+	if got.Annotations[sandbox.AnnotationNode] != "sim-node-1" {
+		t.Fatalf("claimed on %s, want sim-node-1", got.Annotations[sandbox.AnnotationNode])
 	}
 }
 
@@ -230,13 +231,13 @@ func TestCreateLease(t *testing.T) {
 	}{
 		{"shutdown-time", func(sb *agentsv1beta1.Sandbox) {
 			sb.Spec.ShutdownTime = timePtr(now.Add(90*time.Second + 200*time.Millisecond))
-			sb.Annotations = map[string]string{AnnotationTTLSeconds: "30"} // shutdownTime wins
+			sb.Annotations = map[string]string{sandbox.AnnotationTTLSeconds: "30"} // shutdownTime wins
 		}, 91 * time.Second},
 		{"ttl-annotation", func(sb *agentsv1beta1.Sandbox) {
-			sb.Annotations = map[string]string{AnnotationTTLSeconds: "120"}
+			sb.Annotations = map[string]string{sandbox.AnnotationTTLSeconds: "120"}
 		}, 120 * time.Second},
 		{"node-default", func(sb *agentsv1beta1.Sandbox) {
-			sb.Annotations = map[string]string{AnnotationTTLSeconds: "0"}
+			sb.Annotations = map[string]string{sandbox.AnnotationTTLSeconds: "0"}
 		}, sandboxd.DefaultTTL},
 	}
 	for _, tc := range accepted {
@@ -262,11 +263,15 @@ func TestCreateLease(t *testing.T) {
 	}{
 		{"past-shutdown", func(sb *agentsv1beta1.Sandbox) { sb.Spec.ShutdownTime = timePtr(now.Add(-time.Second)) }},
 		{"now-shutdown", func(sb *agentsv1beta1.Sandbox) { sb.Spec.ShutdownTime = timePtr(e.clk.Now()) }},
-		{"malformed-ttl", func(sb *agentsv1beta1.Sandbox) { sb.Annotations = map[string]string{AnnotationTTLSeconds: "5m"} }},
-		{"negative-ttl", func(sb *agentsv1beta1.Sandbox) { sb.Annotations = map[string]string{AnnotationTTLSeconds: "-5"} }},
+		{"malformed-ttl", func(sb *agentsv1beta1.Sandbox) {
+			sb.Annotations = map[string]string{sandbox.AnnotationTTLSeconds: "5m"}
+		}},
+		{"negative-ttl", func(sb *agentsv1beta1.Sandbox) {
+			sb.Annotations = map[string]string{sandbox.AnnotationTTLSeconds: "-5"}
+		}},
 		{"malformed-ttl-with-shutdown", func(sb *agentsv1beta1.Sandbox) {
 			sb.Spec.ShutdownTime = timePtr(now.Add(time.Hour))
-			sb.Annotations = map[string]string{AnnotationTTLSeconds: "soon"}
+			sb.Annotations = map[string]string{sandbox.AnnotationTTLSeconds: "soon"}
 		}},
 		{"no-template", func(sb *agentsv1beta1.Sandbox) { sb.Spec.PodTemplate.Spec.Containers = nil }},
 		{"Bad_Name", func(*agentsv1beta1.Sandbox) {}},
@@ -286,17 +291,17 @@ func TestCreateLease(t *testing.T) {
 func TestCreatePoolKeyFromAnnotations(t *testing.T) {
 	e := newEnv(t, envOptions{nodes: 1})
 	sb := newSandbox("ns", "annotated", "ignored-image")
-	sb.Annotations = map[string]string{AnnotationTemplate: "base", AnnotationNet: "none", AnnotationSize: "small"}
+	sb.Annotations = map[string]string{sandbox.AnnotationTemplate: "base", sandbox.AnnotationNet: "none", sandbox.AnnotationSize: "small"}
 	got, err := e.svc.Create(context.Background(), sb)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if got.Annotations[AnnotationTemplate] != "base" {
-		t.Fatalf("template annotation = %q", got.Annotations[AnnotationTemplate])
+	if got.Annotations[sandbox.AnnotationTemplate] != "base" {
+		t.Fatalf("template annotation = %q", got.Annotations[sandbox.AnnotationTemplate])
 	}
 	// A size no node pools is a capacity refusal, not a spent VM.
 	sb = newSandbox("ns", "large", "base")
-	sb.Annotations = map[string]string{AnnotationSize: "large"}
+	sb.Annotations = map[string]string{sandbox.AnnotationSize: "large"}
 	if _, err := e.svc.Create(context.Background(), sb); !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("Create for an unpooled size = %v, want TooManyRequests", err)
 	}
@@ -358,7 +363,7 @@ func TestRecentWritesExpire(t *testing.T) {
 }
 
 // expectSet takes len(want) events and compares them to want in any order.
-func expectSet(t *testing.T, ch <-chan sandbox.Event, want ...string) {
+func expectSet(t *testing.T, ch <-chan registry.Event, want ...string) {
 	t.Helper()
 	var got []string
 	for range want {

@@ -10,8 +10,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -19,7 +19,7 @@ import (
 
 const rootToken = "fleet-root-token"
 
-var baseKey = sandboxd.PoolKey{Template: "base", Net: "none", Size: "small"}
+var baseKey = sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}
 
 // env is a simulated fleet, an inventory fed from its snapshots through a
 // real informer, and a Service over both, all on one fake clock.
@@ -178,5 +178,3 @@ func storeOnly(t *testing.T, cfg Config) (*Service, *inventorytest.Harness, *clo
 	t.Cleanup(func() { stop(); <-done })
 	return svc, h, clk
 }
-
-var _ = inventory.RefKey

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -22,21 +23,21 @@ func TestLeaseFor(t *testing.T) {
 		wantErr  bool
 	}{
 		{name: "neither", want: 0},
-		{name: "annotation", ann: map[string]string{AnnotationTTLSeconds: "600"}, want: 600},
-		{name: "annotation zero", ann: map[string]string{AnnotationTTLSeconds: "0"}, want: 0},
-		{name: "annotation spaces", ann: map[string]string{AnnotationTTLSeconds: " 42 "}, want: 42},
-		{name: "annotation clamped", ann: map[string]string{AnnotationTTLSeconds: "99999999999999"}, want: int(maxTTLSeconds)},
-		{name: "annotation negative", ann: map[string]string{AnnotationTTLSeconds: "-1"}, wantErr: true},
-		{name: "annotation malformed", ann: map[string]string{AnnotationTTLSeconds: "1.5"}, wantErr: true},
-		{name: "annotation empty", ann: map[string]string{AnnotationTTLSeconds: ""}, wantErr: true},
+		{name: "annotation", ann: map[string]string{sandbox.AnnotationTTLSeconds: "600"}, want: 600},
+		{name: "annotation zero", ann: map[string]string{sandbox.AnnotationTTLSeconds: "0"}, want: 0},
+		{name: "annotation spaces", ann: map[string]string{sandbox.AnnotationTTLSeconds: " 42 "}, want: 42},
+		{name: "annotation clamped", ann: map[string]string{sandbox.AnnotationTTLSeconds: "99999999999999"}, want: int(maxTTLSeconds)},
+		{name: "annotation negative", ann: map[string]string{sandbox.AnnotationTTLSeconds: "-1"}, wantErr: true},
+		{name: "annotation malformed", ann: map[string]string{sandbox.AnnotationTTLSeconds: "1.5"}, wantErr: true},
+		{name: "annotation empty", ann: map[string]string{sandbox.AnnotationTTLSeconds: ""}, wantErr: true},
 		{name: "shutdown whole seconds", shutdown: ptr(now.Add(time.Minute)), want: 60},
 		{name: "shutdown rounds up", shutdown: ptr(now.Add(time.Minute + time.Nanosecond)), want: 61},
 		{name: "shutdown sub-second", shutdown: ptr(now.Add(time.Millisecond)), want: 1},
-		{name: "shutdown wins", shutdown: ptr(now.Add(time.Minute)), ann: map[string]string{AnnotationTTLSeconds: "5"}, want: 60},
+		{name: "shutdown wins", shutdown: ptr(now.Add(time.Minute)), ann: map[string]string{sandbox.AnnotationTTLSeconds: "5"}, want: 60},
 		{name: "shutdown now", shutdown: ptr(now), wantErr: true},
 		{name: "shutdown past", shutdown: ptr(now.Add(-time.Hour)), wantErr: true},
 		{name: "shutdown clamped", shutdown: ptr(now.Add(48 * time.Hour)), want: int(maxTTLSeconds)},
-		{name: "shutdown with a malformed annotation", shutdown: ptr(now.Add(time.Minute)), ann: map[string]string{AnnotationTTLSeconds: "x"}, wantErr: true},
+		{name: "shutdown with a malformed annotation", shutdown: ptr(now.Add(time.Minute)), ann: map[string]string{sandbox.AnnotationTTLSeconds: "x"}, wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,11 +58,11 @@ func ptr[T any](v T) *T { return &v }
 
 func TestPoolKeyFor(t *testing.T) {
 	sb := newSandbox("ns", "n", "img:1")
-	if k, err := poolKeyFor(sb); err != nil || k != (sandboxd.PoolKey{Template: "img:1", Net: "none", Size: "small"}) {
+	if k, err := poolKeyFor(sb); err != nil || k != (sandbox.PoolKey{Template: "img:1", Net: "none", Size: "small"}) {
 		t.Fatalf("image only: %v, %v", k, err)
 	}
-	sb.Annotations = map[string]string{AnnotationTemplate: "tpl", AnnotationNet: "egress", AnnotationSize: "large"}
-	if k, err := poolKeyFor(sb); err != nil || k != (sandboxd.PoolKey{Template: "tpl", Net: "egress", Size: "large"}) {
+	sb.Annotations = map[string]string{sandbox.AnnotationTemplate: "tpl", sandbox.AnnotationNet: "egress", sandbox.AnnotationSize: "large"}
+	if k, err := poolKeyFor(sb); err != nil || k != (sandbox.PoolKey{Template: "tpl", Net: "egress", Size: "large"}) {
 		t.Fatalf("annotations: %v, %v", k, err)
 	}
 	if _, err := poolKeyFor(newSandbox("ns", "n", "  ")); err == nil {

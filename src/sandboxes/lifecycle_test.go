@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
@@ -84,7 +85,7 @@ func TestFork(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, c := range children {
-		id := c.Annotations[AnnotationID]
+		id := c.Annotations[sandbox.AnnotationID]
 		if c.Namespace != "team" || c.Name != "web-fork-sb-"+strings.TrimPrefix(id, "sb_") {
 			t.Fatalf("child named %s/%s (id %s)", c.Namespace, c.Name, id)
 		}
@@ -119,7 +120,7 @@ func TestFork(t *testing.T) {
 		}
 	}
 
-	for _, n := range []int{0, -1, DefaultMaxForkCount + 1} {
+	for _, n := range []int{0, -1, sandbox.MaxForkCount + 1} {
 		if _, err := e.svc.Fork(ctx, "team", "web", n, 0); !apierrors.IsBadRequest(err) {
 			t.Errorf("Fork count %d = %v, want BadRequest", n, err)
 		}

@@ -14,19 +14,19 @@ import (
 	"k8s.io/utils/clock"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
-var _ sandbox.Backend = (*Service)(nil)
+var _ registry.Backend = (*Service)(nil)
 
 // Defaults for Config's zero values.
 const (
 	DefaultNodeTimeout       = 10 * time.Second
 	DefaultRecentTTL         = 60 * time.Second
 	DefaultRetryAfterSeconds = 5
-	DefaultMaxForkCount      = 16
 	DefaultHistory           = 4096
 	DefaultWatchBuffer       = 1024
 	DefaultMaxRecent         = 10000
@@ -64,8 +64,6 @@ type Config struct {
 	RecentTTL time.Duration
 	// RetryAfterSeconds is the retry hint of a capacity refusal.
 	RetryAfterSeconds int
-	// MaxForkCount bounds one fork, as sandboxd's max_fork_count does.
-	MaxForkCount int
 	// History is how many events a watch can resume across.
 	History int
 	// WatchBuffer is how many events one watcher may fall behind before it
@@ -92,7 +90,7 @@ type Service struct {
 	creating map[string]struct{}
 	// shown is what watchers were last told about each key.
 	shown    map[string]shownView
-	rev      sandbox.Revision
+	rev      registry.Revision
 	history  *history
 	watchers map[*watcher]struct{}
 }
@@ -107,7 +105,7 @@ type overlay struct {
 
 type shownView struct {
 	view
-	rev sandbox.Revision
+	rev registry.Revision
 }
 
 // New builds a Service and subscribes it to the inventory.
@@ -119,11 +117,10 @@ func New(cfg Config) (*Service, error) {
 	cfg.NodeTimeout = cmp.Or(cfg.NodeTimeout, DefaultNodeTimeout)
 	cfg.RecentTTL = cmp.Or(cfg.RecentTTL, DefaultRecentTTL)
 	cfg.RetryAfterSeconds = cmp.Or(cfg.RetryAfterSeconds, DefaultRetryAfterSeconds)
-	cfg.MaxForkCount = cmp.Or(cfg.MaxForkCount, DefaultMaxForkCount)
 	cfg.History = cmp.Or(cfg.History, DefaultHistory)
 	cfg.WatchBuffer = cmp.Or(cfg.WatchBuffer, DefaultWatchBuffer)
 	cfg.MaxRecent = cmp.Or(cfg.MaxRecent, DefaultMaxRecent)
-	if cfg.NodeTimeout < 0 || cfg.RecentTTL < 0 || cfg.RetryAfterSeconds < 0 || cfg.MaxForkCount < 0 ||
+	if cfg.NodeTimeout < 0 || cfg.RecentTTL < 0 || cfg.RetryAfterSeconds < 0 ||
 		cfg.History < 0 || cfg.WatchBuffer < 0 || cfg.MaxRecent < 0 {
 		return nil, errors.New("sandboxes: negative Config value")
 	}
@@ -242,38 +239,38 @@ func (s *Service) reconcileLocked(key string) {
 		delete(s.overlays, key)
 	}
 	prev, had := s.shown[key]
-	var typ sandbox.EventType
+	var typ registry.EventType
 	switch {
 	case visible && !had:
-		typ = sandbox.Added
+		typ = registry.Added
 	case visible && !prev.same(&cur):
-		typ = sandbox.Modified
+		typ = registry.Modified
 	case !visible && had:
-		typ = sandbox.Deleted
+		typ = registry.Deleted
 		cur = prev.view
 	default:
 		return
 	}
 	s.rev++
-	if typ == sandbox.Deleted {
+	if typ == registry.Deleted {
 		delete(s.shown, key)
 	} else {
 		s.shown[key] = shownView{view: cur, rev: s.rev}
 	}
-	s.publishLocked(sandbox.Event{Type: typ, Sandbox: toSandbox(&cur, s.rev), Revision: s.rev})
+	s.publishLocked(registry.Event{Type: typ, Sandbox: toSandbox(&cur, s.rev), Revision: s.rev})
 }
 
 // revLocked is the revision to stamp on key's current view.
-func (s *Service) revLocked(key string, cur *view) sandbox.Revision {
+func (s *Service) revLocked(key string, cur *view) registry.Revision {
 	if sv, ok := s.shown[key]; ok && sv.same(cur) {
 		return sv.rev
 	}
 	return s.rev
 }
 
-// Get implements sandbox.Backend.
+// Get implements registry.Backend.
 func (s *Service) Get(_ context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
-	key := inventory.RefKey(namespace, name)
+	key := sandbox.ClaimRef{Namespace: namespace, Name: name}.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.currentLocked(key)
@@ -283,8 +280,8 @@ func (s *Service) Get(_ context.Context, namespace, name string) (*agentsv1beta1
 	return toSandbox(&cur, s.revLocked(key, &cur)), nil
 }
 
-// List implements sandbox.Backend.
-func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.Sandbox, sandbox.Revision, error) {
+// List implements registry.Backend.
+func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.Sandbox, registry.Revision, error) {
 	items, rev := s.list(namespace)
 	return items, rev, nil
 }
@@ -292,7 +289,7 @@ func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.San
 // list merges the inventory's sandboxes of namespace with this replica's
 // overlays. The revision is read first: anything that changes while the
 // list is built is also an event after it.
-func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, sandbox.Revision) {
+func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, registry.Revision) {
 	s.mu.Lock()
 	rev := s.rev
 	now := s.cfg.Clock.Now()
@@ -373,7 +370,7 @@ func (s *Service) evictOldestLocked(keep string) {
 func (s *Service) locate(namespace, name string) (view, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.currentLocked(inventory.RefKey(namespace, name))
+	cur, ok := s.currentLocked(sandbox.ClaimRef{Namespace: namespace, Name: name}.String())
 	if !ok {
 		return view{}, apierrors.NewNotFound(Resource, name)
 	}

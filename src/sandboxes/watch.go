@@ -7,19 +7,19 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 )
 
 // history is a ring of the most recent events, for resuming watches.
 type history struct {
-	buf   []sandbox.Event
+	buf   []registry.Event
 	start int // index of the oldest event
 	n     int
 }
 
-func newHistory(size int) *history { return &history{buf: make([]sandbox.Event, size)} }
+func newHistory(size int) *history { return &history{buf: make([]registry.Event, size)} }
 
-func (h *history) add(ev sandbox.Event) {
+func (h *history) add(ev registry.Event) {
 	if h.n < len(h.buf) {
 		h.buf[(h.start+h.n)%len(h.buf)] = ev
 		h.n++
@@ -31,11 +31,11 @@ func (h *history) add(ev sandbox.Event) {
 
 // since returns the events after rev in namespace ("" all), and false when
 // some event after rev is no longer held.
-func (h *history) since(rev sandbox.Revision, namespace string) ([]sandbox.Event, bool) {
+func (h *history) since(rev registry.Revision, namespace string) ([]registry.Event, bool) {
 	if h.n > 0 && h.buf[h.start].Revision > rev+1 {
 		return nil, false
 	}
-	var out []sandbox.Event
+	var out []registry.Event
 	for i := range h.n {
 		ev := h.buf[(h.start+i)%len(h.buf)]
 		if ev.Revision > rev && matches(ev, namespace) {
@@ -45,7 +45,7 @@ func (h *history) since(rev sandbox.Revision, namespace string) ([]sandbox.Event
 	return out, true
 }
 
-func matches(ev sandbox.Event, namespace string) bool {
+func matches(ev registry.Event, namespace string) bool {
 	return namespace == "" || ev.Sandbox.Namespace == namespace
 }
 
@@ -54,7 +54,7 @@ func matches(ev sandbox.Event, namespace string) bool {
 // client re-watches, as a slow Kubernetes watcher is.
 type watcher struct {
 	namespace string
-	in        chan sandbox.Event
+	in        chan registry.Event
 	stop      chan struct{}
 	stopOnce  sync.Once
 }
@@ -62,7 +62,7 @@ type watcher struct {
 func (w *watcher) drop() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // publishLocked records an event and hands it to every matching watcher.
-func (s *Service) publishLocked(ev sandbox.Event) {
+func (s *Service) publishLocked(ev registry.Event) {
 	s.history.add(ev)
 	for w := range s.watchers {
 		if !matches(ev, w.namespace) {
@@ -77,10 +77,10 @@ func (s *Service) publishLocked(ev sandbox.Event) {
 	}
 }
 
-// Watch implements sandbox.Backend.
-func (s *Service) Watch(ctx context.Context, namespace string, from sandbox.Revision) (<-chan sandbox.Event, error) {
-	w := &watcher{namespace: namespace, in: make(chan sandbox.Event, s.cfg.WatchBuffer), stop: make(chan struct{})}
-	var first []sandbox.Event
+// Watch implements registry.Backend.
+func (s *Service) Watch(ctx context.Context, namespace string, from registry.Revision) (<-chan registry.Event, error) {
+	w := &watcher{namespace: namespace, in: make(chan registry.Event, s.cfg.WatchBuffer), stop: make(chan struct{})}
+	var first []registry.Event
 	s.mu.Lock()
 	if from != 0 {
 		if from > s.rev {
@@ -98,20 +98,20 @@ func (s *Service) Watch(ctx context.Context, namespace string, from sandbox.Revi
 	s.mu.Unlock()
 
 	// skip drops live events the initial list already reflects.
-	var skip sandbox.Revision
+	var skip registry.Revision
 	if from == 0 {
 		// Registered first, listed second: a change in between is in the
 		// list or an event after it, never in neither. The list is read at
 		// revision rev or later, so live events up to rev are in it.
 		items, rev := s.list(namespace)
 		skip = rev
-		first = make([]sandbox.Event, len(items))
+		first = make([]registry.Event, len(items))
 		for i := range items {
-			first[i] = sandbox.Event{Type: sandbox.Added, Sandbox: &items[i], Revision: rev}
+			first[i] = registry.Event{Type: registry.Added, Sandbox: &items[i], Revision: rev}
 		}
 	}
 
-	out := make(chan sandbox.Event)
+	out := make(chan registry.Event)
 	s.bg.Go(func() {
 		defer close(out)
 		defer func() {
@@ -119,7 +119,7 @@ func (s *Service) Watch(ctx context.Context, namespace string, from sandbox.Revi
 			delete(s.watchers, w)
 			s.mu.Unlock()
 		}()
-		send := func(ev sandbox.Event, shared bool) bool {
+		send := func(ev registry.Event, shared bool) bool {
 			if shared {
 				// Events in history are shared between watchers; each
 				// gets its own copy to encode or keep.

@@ -8,21 +8,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // demand is one SandboxWarmPool resolved to the pool it warms.
 type demand struct {
 	Pool     types.NamespacedName
-	Key      sandboxd.PoolKey
+	Key      sandbox.PoolKey
 	Replicas int
 }
 
 // totalsByKey sums the replicas of every demand per pool key: two
 // SandboxWarmPools whose templates resolve to the same key warm one pool
 // on the nodes, of their combined size.
-func totalsByKey(demands []demand) map[sandboxd.PoolKey]int {
-	out := make(map[sandboxd.PoolKey]int, len(demands))
+func totalsByKey(demands []demand) map[sandbox.PoolKey]int {
+	out := make(map[sandbox.PoolKey]int, len(demands))
 	for _, d := range demands {
 		out[d.Key] += max(d.Replicas, 0)
 	}
@@ -34,7 +35,7 @@ func totalsByKey(demands []demand) map[sandboxd.PoolKey]int {
 // gets an entry, an empty set when it holds no share, because a node's
 // pools the driver no longer wants must be drained by the next PUT.
 // Shares of zero are left out: an omitted pool drains just the same.
-func desiredSets(totals map[sandboxd.PoolKey]int, nodes []string) map[string][]sandboxd.PoolSpec {
+func desiredSets(totals map[sandbox.PoolKey]int, nodes []string) map[string][]sandboxd.PoolSpec {
 	out := make(map[string][]sandboxd.PoolSpec, len(nodes))
 	for _, n := range nodes {
 		out[n] = []sandboxd.PoolSpec{}
@@ -52,7 +53,7 @@ func desiredSets(totals map[sandboxd.PoolKey]int, nodes []string) map[string][]s
 	return out
 }
 
-func compareKeys(a, b sandboxd.PoolKey) int {
+func compareKeys(a, b sandbox.PoolKey) int {
 	return cmp.Or(
 		strings.Compare(a.Template, b.Template),
 		strings.Compare(a.Net, b.Net),

@@ -5,12 +5,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 func TestDesiredSetsSumPoolsOfOneKey(t *testing.T) {
-	base := sandboxd.PoolKey{Template: "base", Net: "none", Size: "small"}
-	py := sandboxd.PoolKey{Template: "python", Net: "none", Size: "small"}
+	base := sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}
+	py := sandbox.PoolKey{Template: "python", Net: "none", Size: "small"}
 	demands := []demand{
 		{Pool: types.NamespacedName{Namespace: "a", Name: "one"}, Key: base, Replicas: 4},
 		{Pool: types.NamespacedName{Namespace: "b", Name: "two"}, Key: base, Replicas: 5},
@@ -26,12 +27,12 @@ func TestDesiredSetsSumPoolsOfOneKey(t *testing.T) {
 	if len(sets) != len(nodes) {
 		t.Fatalf("%d sets for %d nodes: every node needs its (possibly empty) set", len(sets), len(nodes))
 	}
-	perKey := map[sandboxd.PoolKey]int{}
+	perKey := map[sandbox.PoolKey]int{}
 	for node, set := range sets {
 		if set == nil {
 			t.Errorf("node %s has a nil set; an empty set is what drains it", node)
 		}
-		seen := map[sandboxd.PoolKey]bool{}
+		seen := map[sandbox.PoolKey]bool{}
 		for i, p := range set {
 			if seen[p.Key()] {
 				t.Errorf("node %s lists %s twice: sandboxd refuses duplicates", node, p.Key())

@@ -4,7 +4,7 @@
 //
 // Each pass resolves every SandboxWarmPool's SandboxTemplate into a
 // (template, net, size) key with the same rule a Sandbox create uses
-// (sandboxes.PoolKeyOf), sums spec.replicas per key, spreads each key's
+// (sandbox.PoolKeyOf), sums spec.replicas per key, spreads each key's
 // sum over the fresh nodes that advertise a sandboxd address with a stable
 // rendezvous placement (Place), and PUTs each node its whole pool set in
 // one request, because sandboxd replaces the set wholesale. The warm

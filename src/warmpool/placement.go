@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Place spreads replicas of the pool key over nodes as evenly as integers
@@ -22,7 +22,7 @@ import (
 // that move are exactly the joining node's share, or the leaving node's,
 // which is the least any even spread can move. Different keys rank nodes
 // differently, so remainders of many pools do not pile onto one node.
-func Place(key sandboxd.PoolKey, replicas int, nodes []string) map[string]int {
+func Place(key sandbox.PoolKey, replicas int, nodes []string) map[string]int {
 	if replicas <= 0 || len(nodes) == 0 {
 		return nil
 	}
@@ -43,7 +43,7 @@ func Place(key sandboxd.PoolKey, replicas int, nodes []string) map[string]int {
 
 // rank orders distinct node names by descending weight for key, breaking
 // the (astronomically unlikely) ties by name so every replica agrees.
-func rank(key sandboxd.PoolKey, nodes []string) []string {
+func rank(key sandbox.PoolKey, nodes []string) []string {
 	type scored struct {
 		name  string
 		score uint64
@@ -73,7 +73,7 @@ func rank(key sandboxd.PoolKey, nodes []string) []string {
 // weight is the rendezvous weight of node for key: a 64-bit FNV-1a hash of
 // both, put through a 64-bit finalizer so that names differing in one
 // trailing character still land far apart.
-func weight(key sandboxd.PoolKey, node string) uint64 {
+func weight(key sandbox.PoolKey, node string) uint64 {
 	h := fnv.New64a()
 	for _, part := range []string{key.Template, key.Net, key.Size, node} {
 		var n [4]byte

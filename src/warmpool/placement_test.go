@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 func nodeNames(n int) []string {
@@ -26,7 +26,7 @@ func sum(m map[string]int) int {
 }
 
 func TestPlaceIsEven(t *testing.T) {
-	key := sandboxd.PoolKey{Template: "base", Net: "none", Size: "small"}
+	key := sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}
 	for _, nodes := range []int{1, 2, 3, 7, 20} {
 		for _, replicas := range []int{0, 1, 5, 19, 20, 21, 50000} {
 			got := Place(key, replicas, nodeNames(nodes))
@@ -50,7 +50,7 @@ func TestPlaceIsEven(t *testing.T) {
 }
 
 func TestPlaceIgnoresInputOrder(t *testing.T) {
-	key := sandboxd.PoolKey{Template: "python", Net: "none", Size: "large"}
+	key := sandbox.PoolKey{Template: "python", Net: "none", Size: "large"}
 	nodes := nodeNames(9)
 	want := Place(key, 31, nodes)
 	rev := slices.Clone(nodes)
@@ -76,7 +76,7 @@ func moved(before, after map[string]int) int {
 // moves is exactly its share; a node leaving hands its share only to the
 // others (none loses).
 func TestPlaceMovesOnlyTheChangedNodesShare(t *testing.T) {
-	keys := []sandboxd.PoolKey{
+	keys := []sandbox.PoolKey{
 		{Template: "base", Net: "none", Size: "small"},
 		{Template: "python:3.12", Net: "none", Size: "large"},
 		{Template: "node", Net: "egress", Size: "small"},
@@ -126,7 +126,7 @@ func TestPlaceSpreadsRemaindersAcrossKeys(t *testing.T) {
 	nodes := nodeNames(4)
 	hits := map[string]int{}
 	for i := range 200 {
-		for n := range Place(sandboxd.PoolKey{Template: fmt.Sprintf("t%d", i), Net: "none", Size: "small"}, 1, nodes) {
+		for n := range Place(sandbox.PoolKey{Template: fmt.Sprintf("t%d", i), Net: "none", Size: "small"}, 1, nodes) {
 			hits[n]++
 		}
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
 const testToken = "root-token-for-warmpool-tests"
 
-var baseKey = sandboxd.PoolKey{Template: "base", Net: "none", Size: "small"}
+var baseKey = sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}
 
 // startSimNode runs a real simulated sandboxd on loopback holding one
 // warm pool of two.
@@ -33,13 +34,13 @@ func startSimNode(t *testing.T, name, token string) (*node.Node, *sandboxd.Clien
 	return n, c
 }
 
-func poolsOf(t *testing.T, c *sandboxd.Client) map[sandboxd.PoolKey]int {
+func poolsOf(t *testing.T, c *sandboxd.Client) map[sandbox.PoolKey]int {
 	t.Helper()
 	info, err := c.Info(context.Background())
 	if err != nil {
 		t.Fatalf("info: %v", err)
 	}
-	out := map[sandboxd.PoolKey]int{}
+	out := map[sandbox.PoolKey]int{}
 	for _, p := range info.Pools {
 		out[p.Key] = p.Target
 	}
@@ -53,7 +54,7 @@ func TestPusherFailsClosedWithoutToken(t *testing.T) {
 	n, c := startSimNode(t, "open-node", "")
 	p := newPusher("", time.Second, 4, slog.New(slog.DiscardHandler))
 	targets := []target{{Name: n.Name(), Addr: n.Addr()}}
-	sets := desiredSets(map[sandboxd.PoolKey]int{baseKey: 3}, []string{n.Name()})
+	sets := desiredSets(map[sandbox.PoolKey]int{baseKey: 3}, []string{n.Name()})
 	for _, full := range []bool{true, false} {
 		if refused := p.push(context.Background(), targets, sets, full); len(refused) != 0 {
 			t.Fatalf("token-less push reported refusals %v", refused)
@@ -74,7 +75,7 @@ func TestPusherSkipsUnchangedSetsUntilResync(t *testing.T) {
 	targets := []target{{Name: n.Name(), Addr: n.Addr()}}
 	ctx := context.Background()
 
-	sets := desiredSets(map[sandboxd.PoolKey]int{baseKey: 3}, []string{n.Name()})
+	sets := desiredSets(map[sandbox.PoolKey]int{baseKey: 3}, []string{n.Name()})
 	if refused := p.push(ctx, targets, sets, false); len(refused) != 0 {
 		t.Fatalf("refused: %v", refused)
 	}
@@ -90,7 +91,7 @@ func TestPusherSkipsUnchangedSetsUntilResync(t *testing.T) {
 	if got := p.puts.Load(); got != 2 {
 		t.Fatalf("a resync did not PUT: %d PUTs", got)
 	}
-	sets = desiredSets(map[sandboxd.PoolKey]int{baseKey: 5}, []string{n.Name()})
+	sets = desiredSets(map[sandbox.PoolKey]int{baseKey: 5}, []string{n.Name()})
 	p.push(ctx, targets, sets, false)
 	if got := p.puts.Load(); got != 3 || poolsOf(t, c)[baseKey] != 5 {
 		t.Fatalf("a changed set: %d PUTs, node pools %v", got, poolsOf(t, c))
@@ -108,7 +109,7 @@ func TestPusherReportsRefusingNode(t *testing.T) {
 	n, _ := startSimNode(t, "node-b", "another-token")
 	p := newPusher(testToken, 10*time.Second, 4, slog.New(slog.DiscardHandler))
 	targets := []target{{Name: n.Name(), Addr: n.Addr()}}
-	sets := desiredSets(map[sandboxd.PoolKey]int{baseKey: 1}, []string{n.Name()})
+	sets := desiredSets(map[sandbox.PoolKey]int{baseKey: 1}, []string{n.Name()})
 	refused := p.push(context.Background(), targets, sets, false)
 	if refused[n.Name()] == nil {
 		t.Fatalf("a node with another token accepted the set: %v", refused)

@@ -19,8 +19,7 @@ import (
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // NodeLister is the fleet view the driver places pools on; an
@@ -176,9 +175,13 @@ func (r *reconciler) resolve(ctx context.Context, wp *extv1beta1.SandboxWarmPool
 	case err != nil:
 		return nil, fmt.Errorf("reading SandboxTemplate %s/%s: %w", wp.Namespace, ref, err)
 	}
-	key, ok := sandboxes.PoolKeyOf(tpl.Annotations, tpl.Spec.PodTemplate.Spec.Containers)
+	var image string
+	if cs := tpl.Spec.PodTemplate.Spec.Containers; len(cs) > 0 {
+		image = cs[0].Image
+	}
+	key, ok := sandbox.PoolKeyOf(tpl.Annotations, image)
 	if !ok {
-		v := warning(ReasonTemplateInvalid, fmt.Sprintf("SandboxTemplate %q names no pool template: set spec.podTemplate.spec.containers[0].image or the %s annotation", ref, sandboxes.AnnotationTemplate))
+		v := warning(ReasonTemplateInvalid, fmt.Sprintf("SandboxTemplate %q names no pool template: set spec.podTemplate.spec.containers[0].image or the %s annotation", ref, sandbox.AnnotationTemplate))
 		ps.problem = &v
 		return ps, nil
 	}
@@ -200,12 +203,12 @@ func usableNodes(nodes []inventory.Node) []target {
 
 // settle writes each pool's status (only when it changed) and records
 // the pass's verdict on it.
-func (r *reconciler) settle(ctx context.Context, pools []*poolState, totals map[sandboxd.PoolKey]int,
-	seen map[sandboxd.PoolKey]observed, nodes []string, refused map[string]error) {
+func (r *reconciler) settle(ctx context.Context, pools []*poolState, totals map[sandbox.PoolKey]int,
+	seen map[sandbox.PoolKey]observed, nodes []string, refused map[string]error) {
 	// Pools sharing a key report shares of the key's counts, in
 	// proportion to their replicas; order by name so every pass splits
 	// the same way.
-	byKey := map[sandboxd.PoolKey][]*poolState{}
+	byKey := map[sandbox.PoolKey][]*poolState{}
 	for _, ps := range pools {
 		if ps.problem == nil {
 			byKey[ps.demand.Key] = append(byKey[ps.demand.Key], ps)
@@ -235,7 +238,7 @@ func (r *reconciler) settle(ctx context.Context, pools []*poolState, totals map[
 	}
 }
 
-func (r *reconciler) verdictFor(ps *poolState, totals map[sandboxd.PoolKey]int, nodes []string, refused map[string]error) verdict {
+func (r *reconciler) verdictFor(ps *poolState, totals map[sandbox.PoolKey]int, nodes []string, refused map[string]error) verdict {
 	if ps.problem != nil {
 		return *ps.problem
 	}

@@ -3,6 +3,7 @@ package warmpool
 import (
 	"slices"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -16,8 +17,8 @@ type observed struct {
 // observedByKey sums the pool rows of the nodes' last PUT answers for the
 // keys the driver wants; rows of other keys (pools still draining) are
 // not any SandboxWarmPool's.
-func observedByKey(infos []*sandboxd.Info, wanted map[sandboxd.PoolKey]int) map[sandboxd.PoolKey]observed {
-	out := make(map[sandboxd.PoolKey]observed, len(wanted))
+func observedByKey(infos []*sandboxd.Info, wanted map[sandbox.PoolKey]int) map[sandbox.PoolKey]observed {
+	out := make(map[sandbox.PoolKey]observed, len(wanted))
 	for _, info := range infos {
 		if info == nil {
 			continue

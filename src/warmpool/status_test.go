@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -41,15 +42,15 @@ func TestSplitShares(t *testing.T) {
 }
 
 func TestObservedByKey(t *testing.T) {
-	base := sandboxd.PoolKey{Template: "base", Net: "none", Size: "small"}
-	other := sandboxd.PoolKey{Template: "old", Net: "none", Size: "small"}
+	base := sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}
+	other := sandbox.PoolKey{Template: "old", Net: "none", Size: "small"}
 	infos := []*sandboxd.Info{
 		{Pools: []sandboxd.PoolStatus{{Key: base, Warm: 3, Refilling: 1, Target: 5}, {Key: other, Warm: 9}}},
 		nil, // a node that has not answered yet
 		// A row with empty net and size is the same key after defaults.
-		{Pools: []sandboxd.PoolStatus{{Key: sandboxd.PoolKey{Template: "base"}, Warm: 2, Target: 2}}},
+		{Pools: []sandboxd.PoolStatus{{Key: sandbox.PoolKey{Template: "base"}, Warm: 2, Target: 2}}},
 	}
-	got := observedByKey(infos, map[sandboxd.PoolKey]int{base: 7})
+	got := observedByKey(infos, map[sandbox.PoolKey]int{base: 7})
 	if got[base] != (observed{Replicas: 6, Ready: 5}) {
 		t.Errorf("base observed %+v, want replicas 6 (warm+refilling) and ready 5 (warm)", got[base])
 	}

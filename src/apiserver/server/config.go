@@ -14,7 +14,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/openapi"
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 )
 
 // Title names the server in its OpenAPI documents.
@@ -26,7 +26,7 @@ type Config struct {
 	// recommended options by NewConfig. Tests may adjust it before New.
 	Generic *genericapiserver.RecommendedConfig
 	// Backend answers every sandbox request.
-	Backend sandbox.Backend
+	Backend registry.Backend
 	// ReadyChecks join /readyz, e.g. a check that the inventory informer
 	// has synced, so no replica takes traffic from an empty view.
 	ReadyChecks []healthz.HealthChecker
@@ -35,7 +35,7 @@ type Config struct {
 // NewConfig validates o and applies it to a fresh generic configuration.
 // When o names no serving certificate it self-signs one into its cert
 // directory, valid for localhost, the host name and 127.0.0.1.
-func NewConfig(o *genericoptions.RecommendedOptions, backend sandbox.Backend) (*Config, error) {
+func NewConfig(o *genericoptions.RecommendedOptions, backend registry.Backend) (*Config, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("sandbox-apiserver needs a backend")
 	}

@@ -8,7 +8,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api"
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 )
 
 // New builds the server with sandboxes and their subresources installed.
@@ -20,8 +20,8 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		return nil, fmt.Errorf("building the generic apiserver: %w", err)
 	}
 
-	storage := map[string]rest.Storage{sandbox.Resource: sandbox.NewREST(c.Backend)}
-	for path, sub := range sandbox.NewSubresources(c.Backend) {
+	storage := map[string]rest.Storage{registry.Resource: registry.NewREST(c.Backend)}
+	for path, sub := range registry.NewSubresources(c.Backend) {
 		storage[path] = sub
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(api.GroupVersion.Group, api.Scheme, metav1.ParameterCodec, api.Codecs)

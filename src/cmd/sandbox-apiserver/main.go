@@ -27,7 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
@@ -220,7 +220,7 @@ type fleet struct {
 	informers dynamicinformer.DynamicSharedInformerFactory
 	store     *inventory.Store
 	service   *sandboxes.Service
-	backend   sandbox.Backend
+	backend   registry.Backend
 }
 
 func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string) (*fleet, error) {

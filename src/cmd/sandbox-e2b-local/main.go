@@ -26,6 +26,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -108,7 +109,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logge
 	// are pooled.
 	pools := []sandboxd.PoolSpec{
 		{Template: o.template, Net: "egress", Warm: o.warm},
-		{Template: o.template, Net: sandboxd.DefaultNet, Warm: o.warm},
+		{Template: o.template, Net: sandbox.DefaultNet, Warm: o.warm},
 	}
 	f, err := fleet.Start(context.WithoutCancel(ctx), fleet.Config{
 		Nodes:              o.nodes,
@@ -163,7 +164,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logge
 			DefaultTimeout: time.Duration(o.defaultTimeout) * time.Second,
 			Keys:           keys,
 			AllowAnonymous: o.anonymous,
-			Aliases:        map[string]e2b.Template{"base": {Image: o.template, Size: sandboxd.DefaultSize}},
+			Aliases:        map[string]e2b.Template{"base": {Image: o.template, Size: sandbox.DefaultSize}},
 			EnvdSecret:     secret,
 		},
 		APIAddress:      net.JoinHostPort(o.host, strconv.Itoa(o.port)),

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
@@ -73,7 +74,7 @@ func newFlagSet() (*flag.FlagSet, *rawFlags) {
 	fs.IntVar(&r.refillConc, "refill-concurrency", 8, "warm VMs cloned at once per node")
 	fs.BoolVar(&r.egress, "egress-attachment", false, "serve the egress lane (net egress, the e2b SDK's default create) as if every node had an egress attachment; guests reach the network as this host does. Without it that lane answers 409")
 	fs.IntVar(&r.maxClaims, "max-claims", 0, "live claims per node before 429; 0 is unlimited")
-	fs.IntVar(&r.maxFork, "max-fork-count", 16, "largest count one fork may ask for")
+	fs.IntVar(&r.maxFork, "max-fork-count", sandbox.MaxForkCount, "largest count one fork may ask for")
 	fs.DurationVar(&r.defaultTTL, "default-ttl", sandboxd.DefaultTTL, "lease granted for ttl_seconds 0")
 	fs.DurationVar(&r.maxTTL, "max-ttl", sandboxd.MaxTTL, "longest lease granted; longer requests are clamped")
 	fs.DurationVar(&r.reapInterval, "reap-interval", time.Second, "how often expired leases are reaped")

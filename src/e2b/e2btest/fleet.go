@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 // Fleet calls every node with the root token.
@@ -51,7 +51,7 @@ func (f *Fleet) Claim(ctx context.Context, req e2b.ClaimRequest) (e2b.Claimed, e
 	if err != nil {
 		return e2b.Claimed{}, err
 	}
-	id, _ := sandboxid.Canonical(claim.ID)
+	id, _ := sandbox.CanonicalID(claim.ID)
 	now := time.Now()
 	return e2b.Claimed{
 		Sandbox: e2b.Sandbox{
@@ -88,7 +88,7 @@ func toSandbox(addr string, row sandboxd.Sandbox) (e2b.Sandbox, bool) {
 	if !ok {
 		return e2b.Sandbox{}, false
 	}
-	id, ok := sandboxid.Canonical(row.ID)
+	id, ok := sandbox.CanonicalID(row.ID)
 	if !ok {
 		return e2b.Sandbox{}, false
 	}
@@ -104,7 +104,7 @@ func toSandbox(addr string, row sandboxd.Sandbox) (e2b.Sandbox, bool) {
 
 // Get implements e2b.Fleet.
 func (f *Fleet) Get(ctx context.Context, namespace, id string) (e2b.Sandbox, error) {
-	canon, ok := sandboxid.Canonical(id)
+	canon, ok := sandbox.CanonicalID(id)
 	if !ok {
 		return e2b.Sandbox{}, e2b.ErrNotFound
 	}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 )
 
 // renewTTL is how long a renew this process made is shown over the
@@ -94,10 +94,10 @@ func (f *Fleet) Claim(ctx context.Context, req e2b.ClaimRequest) (e2b.Claimed, e
 	in := &agentsv1beta1.Sandbox{}
 	in.Namespace, in.Name = req.Namespace, req.Name
 	in.Annotations = map[string]string{
-		sandboxes.AnnotationTemplate:   key.Template,
-		sandboxes.AnnotationNet:        key.Net,
-		sandboxes.AnnotationSize:       key.Size,
-		sandboxes.AnnotationTTLSeconds: strconv.Itoa(max(req.TTLSeconds, 0)),
+		sandbox.AnnotationTemplate:   key.Template,
+		sandbox.AnnotationNet:        key.Net,
+		sandbox.AnnotationSize:       key.Size,
+		sandbox.AnnotationTTLSeconds: strconv.Itoa(max(req.TTLSeconds, 0)),
 	}
 	out, err := f.cfg.Service.Create(ctx, in)
 	if err != nil {
@@ -137,7 +137,7 @@ func (f *Fleet) abandon(namespace, name string) {
 // toSandbox reads the fleet view out of a served Sandbox object.
 func (f *Fleet) toSandbox(obj *agentsv1beta1.Sandbox) (e2b.Sandbox, error) {
 	ann := obj.Annotations
-	id, ok := sandboxid.Canonical(ann[sandboxes.AnnotationID])
+	id, ok := sandbox.CanonicalID(ann[sandbox.AnnotationID])
 	if !ok {
 		return e2b.Sandbox{}, fmt.Errorf("kubefleet: sandbox %s/%s carries no sandboxd id", obj.Namespace, obj.Name)
 	}
@@ -146,9 +146,9 @@ func (f *Fleet) toSandbox(obj *agentsv1beta1.Sandbox) (e2b.Sandbox, error) {
 		ClaimedAt: obj.CreationTimestamp.Time,
 		Paused:    obj.Spec.OperatingMode == agentsv1beta1.SandboxOperatingModeSuspended,
 	}
-	if key, ok := sandboxes.PoolKeyOf(ann, obj.Spec.PodTemplate.Spec.Containers); ok {
+	if key, ok := sandbox.PoolKeyOf(ann, ""); ok {
 		sb.Key = key
-		if ann[sandboxes.AnnotationSize] == "" {
+		if ann[sandbox.AnnotationSize] == "" {
 			sb.Key.Size = "" // not published: the inventory carries no size
 		}
 	}
@@ -159,7 +159,7 @@ func (f *Fleet) toSandbox(obj *agentsv1beta1.Sandbox) (e2b.Sandbox, error) {
 	// has it, else the node's own.
 	if e, ok := f.cfg.Store.ByID(id, obj.Namespace); ok && e.Address != "" {
 		sb.NodeAddr = e.Address
-	} else if n, ok := f.cfg.Store.Node(ann[sandboxes.AnnotationNode]); ok {
+	} else if n, ok := f.cfg.Store.Node(ann[sandbox.AnnotationNode]); ok {
 		sb.NodeAddr = n.Address
 	}
 	if sb.NodeAddr == "" {
@@ -203,13 +203,13 @@ func (f *Fleet) List(ctx context.Context, namespace string) ([]e2b.Sandbox, erro
 // sandbox the inventory does not show yet (just created here) is found in
 // the Service's list.
 func (f *Fleet) Get(ctx context.Context, namespace, id string) (e2b.Sandbox, error) {
-	canon, ok := sandboxid.Canonical(id)
+	canon, ok := sandbox.CanonicalID(id)
 	if !ok || namespace == "" {
 		return e2b.Sandbox{}, e2b.ErrNotFound
 	}
 	if e, ok := f.cfg.Store.ByID(canon, namespace); ok && e.ObjectName != "" {
 		obj, err := f.cfg.Service.Get(ctx, namespace, e.ObjectName)
-		if err == nil && obj.Annotations[sandboxes.AnnotationID] == canon {
+		if err == nil && obj.Annotations[sandbox.AnnotationID] == canon {
 			return f.toSandbox(obj)
 		}
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/kubefleet"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
@@ -24,7 +24,7 @@ const (
 	image     = "ghcr.io/example/e2b-rt:24.04"
 )
 
-var key = sandboxd.PoolKey{Template: image, Net: "none", Size: "small"}
+var key = sandbox.PoolKey{Template: image, Net: "none", Size: "small"}
 
 type env struct {
 	fleet *fleet.Fleet
@@ -107,7 +107,7 @@ func TestClaimIsAKubectlVisibleSandbox(t *testing.T) {
 	}
 	// kubectl get sees it at once, before any publish.
 	obj, err := e.svc.Get(ctx, "team-a", "e2b-one")
-	if err != nil || obj.Annotations[sandboxes.AnnotationID] != c.ID {
+	if err != nil || obj.Annotations[sandbox.AnnotationID] != c.ID {
 		t.Fatalf("Service.Get = %v, %v", obj, err)
 	}
 	// The token is the sandbox's own: it opens the relay.
@@ -118,7 +118,7 @@ func TestClaimIsAKubectlVisibleSandbox(t *testing.T) {
 
 	// Get in both spellings, before and after the publish; never from
 	// another namespace.
-	dns, _ := sandboxid.DNS(c.ID)
+	dns, _ := sandbox.DNSID(c.ID)
 	for round := range 2 {
 		for _, id := range []string{c.ID, dns} {
 			got, err := e.kf.Get(ctx, "team-a", id)
@@ -180,7 +180,7 @@ func TestClaimIsAKubectlVisibleSandbox(t *testing.T) {
 func TestClaimErrors(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	_, err := e.kf.Claim(ctx, e2b.ClaimRequest{Namespace: "team-a", Name: "e2b-x", Key: sandboxd.PoolKey{Template: image, Net: "egress", Size: "small"}})
+	_, err := e.kf.Claim(ctx, e2b.ClaimRequest{Namespace: "team-a", Name: "e2b-x", Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}})
 	if !errors.Is(err, sandboxd.ErrCapacity) {
 		t.Errorf("claim of an unpooled lane = %v, want ErrCapacity", err)
 	}

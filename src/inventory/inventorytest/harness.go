@@ -23,6 +23,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
 
 // Harness is a running store fed by a fake apiserver.
@@ -134,29 +135,10 @@ func ToUnstructured(t testing.TB, inv *v1beta1.NodeInventory) *unstructured.Unst
 // FromSnapshot builds the NodeInventory a publisher would apply for a
 // simulated node's snapshot, stamped publishedAt (zero leaves it unset).
 func FromSnapshot(s node.Snapshot, publishedAt time.Time) *v1beta1.NodeInventory {
-	inv := &v1beta1.NodeInventory{Node: s.Node, Address: s.Address}
-	inv.Name = s.Node
+	inv := publisher.FromSnapshot(s)
 	if !publishedAt.IsZero() {
-		inv.PublishedAt = timePtr(publishedAt)
-	}
-	for _, p := range s.Pools {
-		inv.Pools = append(inv.Pools, v1beta1.PoolCapacity{
-			Template: p.Template, Net: p.Net, Size: p.Size, Warm: int32(p.Warm), Target: int32(p.Target),
-		})
-	}
-	for _, e := range s.Entries {
-		inv.Entries = append(inv.Entries, v1beta1.InventoryEntry{
-			Name: e.Name, Phase: v1beta1.SandboxPhase(e.Phase), ID: e.ID, ClaimRef: e.ClaimRef,
-			Addr: e.Addr, Template: e.Template, Deadline: timePtr(e.Deadline), ClaimedAt: timePtr(e.ClaimedAt),
-		})
+		t := metav1.NewTime(publishedAt)
+		inv.PublishedAt = &t
 	}
 	return inv
-}
-
-func timePtr(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	mt := metav1.NewTime(t)
-	return &mt
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -19,7 +20,7 @@ const (
 	tmpl      = "base:24.04"
 )
 
-var key = sandboxd.PoolKey{Template: tmpl, Net: "none", Size: "small"}
+var key = sandbox.PoolKey{Template: tmpl, Net: "none", Size: "small"}
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -47,7 +47,7 @@ func (p *publishers) start(cfg PublishConfig, n *node.Node, logger *slog.Logger)
 		Interval:     cfg.Interval,
 		FieldManager: cfg.FieldManager,
 		Source: func(context.Context) (*v1beta1.NodeInventory, error) {
-			return NodeInventory(n.Snapshot()), nil
+			return publisher.FromSnapshot(n.Snapshot()), nil
 		},
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -118,7 +119,7 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 // (ColdProvisionDelay). The slot is reserved first so concurrent
 // provisions cannot overshoot max_claims. fromCheckpoint branches clone
 // at RefillDelay too.
-func (n *Node) provision(ctx context.Context, key sandboxd.PoolKey, tenant, claimRef string, lease time.Duration, fromCheckpoint string) (*sandbox, *counter, *apiError) {
+func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claimRef string, lease time.Duration, fromCheckpoint string) (*claimed, *counter, *apiError) {
 	n.mu.Lock()
 	if refusal := n.admitLocked(tenant, 1); refusal != nil {
 		n.mu.Unlock()
@@ -158,9 +159,9 @@ func (n *Node) provision(ctx context.Context, key sandboxd.PoolKey, tenant, clai
 }
 
 // newSandboxLocked records a claim of vm under a fresh id and token.
-func (n *Node) newSandboxLocked(key sandboxd.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *sandbox {
+func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *claimed {
 	now := n.cfg.Now()
-	sb := &sandbox{
+	sb := &claimed{
 		id:             newSandboxID(),
 		token:          newToken(),
 		vm:             vm,
@@ -184,20 +185,20 @@ func (n *Node) newSandboxLocked(key sandboxd.PoolKey, vm, tenant, claimRef strin
 	return sb
 }
 
-func (n *Node) claimResponse(sb *sandbox) sandboxd.ClaimResponse {
+func (n *Node) claimResponse(sb *claimed) sandboxd.ClaimResponse {
 	return sandboxd.ClaimResponse{
 		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr, FromCheckpoint: sb.fromCheckpoint,
 	}
 }
 
-func (n *Node) claimOf(sb *sandbox) sandboxd.Claim {
+func (n *Node) claimOf(sb *claimed) sandboxd.Claim {
 	return sandboxd.Claim{ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr, FromCheckpoint: sb.fromCheckpoint}
 }
 
 // warmPeers picks up to two peers that gossip says hold warm VMs for key,
 // power-of-two-choices: two random candidates, the warmer first. The
 // caller must not hold n.mu.
-func (n *Node) warmPeers(key sandboxd.PoolKey) []string {
+func (n *Node) warmPeers(key sandbox.PoolKey) []string {
 	if n.cfg.Mesh == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -20,29 +21,13 @@ type Tenant struct {
 	MaxClaims int
 }
 
-// SizeTier is the resources a size name stands for.
-type SizeTier struct {
-	CPUCount      int
-	MemTotalBytes int64
-}
-
-// DefaultSizes are the size tiers a node accepts when Config.Sizes is nil.
-func DefaultSizes() map[string]SizeTier {
-	return map[string]SizeTier{
-		"small":  {CPUCount: 1, MemTotalBytes: 1 << 30},
-		"medium": {CPUCount: 2, MemTotalBytes: 2 << 30},
-		"large":  {CPUCount: 4, MemTotalBytes: 8 << 30},
-		"xlarge": {CPUCount: 8, MemTotalBytes: 16 << 30},
-	}
-}
-
 // SandboxInfo describes a claimed sandbox to a guest when the guest starts.
 type SandboxInfo struct {
 	ID string
 	// Token is the sandbox's own claim token (e2b derives envd's access
 	// token from it). Guests must not log it.
 	Token      string
-	Key        sandboxd.PoolKey
+	Key        sandbox.PoolKey
 	ClaimRef   string
 	Tenant     string
 	ScratchDir string
@@ -76,7 +61,7 @@ type Mesh interface {
 type Peer interface {
 	Addr() string
 	// WarmCount is the peer's warm VMs for key (0 while draining).
-	WarmCount(key sandboxd.PoolKey) int
+	WarmCount(key sandbox.PoolKey) int
 	// HasCheckpoint answers the checkpoint ownership probe.
 	HasCheckpoint(id string) bool
 }
@@ -103,7 +88,7 @@ type Config struct {
 
 	// MaxClaims caps live claims on the node; 0 is unlimited.
 	MaxClaims int
-	// MaxForkCount bounds one fork's count; default 16.
+	// MaxForkCount bounds one fork's count; default sandbox.MaxForkCount.
 	MaxForkCount int
 
 	// Pools is the initial pool set (as if applied by PUT /v1/pools).
@@ -132,8 +117,8 @@ type Config struct {
 	// asks for this lane.
 	EgressAttachment bool
 
-	// Sizes are the accepted size tiers; default DefaultSizes().
-	Sizes map[string]SizeTier
+	// Sizes are the accepted size tiers; default sandbox.SizeTiers().
+	Sizes map[string]sandbox.SizeTier
 
 	// Guests are the services every sandbox's guest runs.
 	Guests []Guest
@@ -164,7 +149,7 @@ func (c *Config) applyDefaults() error {
 		c.ListenAddr = "127.0.0.1:0"
 	}
 	if c.MaxForkCount <= 0 {
-		c.MaxForkCount = 16
+		c.MaxForkCount = sandbox.MaxForkCount
 	}
 	if c.RefillConcurrency <= 0 {
 		c.RefillConcurrency = 8
@@ -179,7 +164,7 @@ func (c *Config) applyDefaults() error {
 		c.ReapInterval = time.Second
 	}
 	if c.Sizes == nil {
-		c.Sizes = DefaultSizes()
+		c.Sizes = sandbox.SizeTiers()
 	}
 	if c.Now == nil {
 		c.Now = time.Now

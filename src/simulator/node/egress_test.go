@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -18,7 +19,7 @@ func TestEgressAttachmentServesTheEgressLane(t *testing.T) {
 	root := client(t, n, rootToken)
 	ctx := ctxT(t)
 
-	egress := sandboxd.PoolKey{Template: tmpl, Net: "egress"}.WithDefaults()
+	egress := sandbox.PoolKey{Template: tmpl, Net: "egress"}.WithDefaults()
 	cl, err := root.Claim(ctx, sandboxd.ClaimRequest{Template: tmpl, Net: "egress", ClaimRef: "ns/e"})
 	if err != nil {
 		t.Fatalf("egress claim with an attachment: %v", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/echo"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -26,7 +27,7 @@ const (
 	waitTimeout = 30 * time.Second
 )
 
-var baseKey = sandboxd.PoolKey{Template: tmpl, Net: "none", Size: "small"}
+var baseKey = sandbox.PoolKey{Template: tmpl, Net: "none", Size: "small"}
 
 // fakeClock is an injectable node clock for lease tests.
 type fakeClock struct {
@@ -83,7 +84,7 @@ func startNode(t testing.TB, cfg node.Config) *node.Node {
 	return n
 }
 
-func waitWarm(t testing.TB, n *node.Node, key sandboxd.PoolKey, want int) {
+func waitWarm(t testing.TB, n *node.Node, key sandbox.PoolKey, want int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 // sandboxByTokenLocked resolves a sandbox-scoped call: the sandbox's own
 // token, or (allowRoot) the configured root token acting by id. Unknown id
 // and wrong token are the same 404.
-func (n *Node) sandboxByTokenLocked(id, bearer string, allowRoot bool) (*sandbox, *apiError) {
+func (n *Node) sandboxByTokenLocked(id, bearer string, allowRoot bool) (*claimed, *apiError) {
 	if bearer == "" {
 		return nil, errUnauthorized
 	}
@@ -28,7 +28,7 @@ func (n *Node) sandboxByTokenLocked(id, bearer string, allowRoot bool) (*sandbox
 
 // removeLocked forgets a sandbox and closes its relays; the caller tears
 // the guest and scratch down outside the lock with destroy.
-func (n *Node) removeLocked(sb *sandbox) {
+func (n *Node) removeLocked(sb *claimed) {
 	delete(n.sandboxes, sb.id)
 	if sb.tenant != "" {
 		if n.tenantLive[sb.tenant]--; n.tenantLive[sb.tenant] <= 0 {
@@ -40,7 +40,7 @@ func (n *Node) removeLocked(sb *sandbox) {
 
 // destroy stops a removed sandbox's guests and deletes its scratch
 // directory. It blocks on guest shutdown, so never under n.mu.
-func (n *Node) destroy(sb *sandbox) {
+func (n *Node) destroy(sb *claimed) {
 	sb.guests.destroy()
 	_ = os.RemoveAll(filepath.Join(n.scratch, sb.id))
 }
@@ -83,7 +83,7 @@ func (n *Node) hibernate(id, bearer string) *apiError {
 
 // hibernateLocked marks the sandbox stopped and cuts its relays; the
 // caller stops the guests outside the lock.
-func (n *Node) hibernateLocked(sb *sandbox) {
+func (n *Node) hibernateLocked(sb *claimed) {
 	sb.hibernated = true
 	n.closeRelaysLocked(sb)
 	n.stats.hibernates.Add(1)
@@ -102,7 +102,7 @@ func (n *Node) wake(id, bearer string) *apiError {
 
 // wakeLocked restores a hibernated sandbox; it keeps its deadline. Guests
 // restart on the next relay.
-func (n *Node) wakeLocked(sb *sandbox) {
+func (n *Node) wakeLocked(sb *claimed) {
 	if !sb.hibernated {
 		return
 	}
@@ -133,7 +133,7 @@ func (n *Node) renew(id, bearer string, ttlSeconds int) (time.Time, *apiError) {
 // parentLocked resolves the sandbox behind a fork or checkpoint: the body
 // token proves ownership; the root token with an empty body token acts by
 // id as the operator.
-func (n *Node) parentLocked(c caller, id, bodyToken string) (*sandbox, *apiError) {
+func (n *Node) parentLocked(c caller, id, bodyToken string) (*claimed, *apiError) {
 	sb := n.sandboxes[id]
 	if sb == nil {
 		return nil, errNotFound
@@ -148,7 +148,7 @@ func (n *Node) parentLocked(c caller, id, bodyToken string) (*sandbox, *apiError
 // sandboxd keeps those guests live from claim to release: a resume from a
 // snapshot would run the guest before its fresh NIC is locked again, so
 // hibernate, fork, checkpoint (and promote) answer 409 there.
-func staysLive(sb *sandbox, verb string) *apiError {
+func staysLive(sb *claimed, verb string) *apiError {
 	if sb.key.Net == netEgress {
 		return errorf(http.StatusConflict, "%s: egress-lane sandboxes stay live (no hibernate, fork or checkpoint)", verb)
 	}
@@ -178,7 +178,7 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 		n.stats.refused.Add(1)
 		return nil, aerr
 	}
-	children := make([]*sandbox, 0, req.Count)
+	children := make([]*claimed, 0, req.Count)
 	for range req.Count {
 		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, "", lease, "")
 		if req.ClaimRefPrefix != "" {
@@ -211,7 +211,7 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 // with an injected clock call it directly.
 func (n *Node) ReapExpired() int {
 	now := n.cfg.Now()
-	var reaped, hibernated []*sandbox
+	var reaped, hibernated []*claimed
 	n.mu.Lock()
 	for _, sb := range n.sandboxes {
 		switch {
@@ -262,14 +262,14 @@ func (n *Node) sandboxStats(id string) (sandboxd.Stats, *apiError) {
 	st := sandboxd.Stats{
 		ID:            sb.id,
 		CPUCount:      tier.CPUCount,
-		MemTotalBytes: tier.MemTotalBytes,
+		MemTotalBytes: tier.MemoryBytes(),
 		Hibernated:    sb.hibernated,
 		MeasuredAt:    n.cfg.Now().UTC(),
 	}
 	if !sb.hibernated {
 		// No VMM to read: report a stable fraction so callers see a
 		// plausible, measured value.
-		st.MemUsedBytes = tier.MemTotalBytes / 6
+		st.MemUsedBytes = tier.MemoryBytes() / 6
 		st.MemUsedMeasured = true
 	}
 	return st, nil

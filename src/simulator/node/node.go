@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // Node is one simulated sandboxd node.
@@ -34,8 +34,8 @@ type Node struct {
 	closeOnce sync.Once
 
 	mu          sync.Mutex
-	pools       map[sandboxd.PoolKey]*pool
-	sandboxes   map[string]*sandbox
+	pools       map[sandbox.PoolKey]*pool
+	sandboxes   map[string]*claimed
 	checkpoints map[string]*checkpoint
 	tenantLive  map[string]int
 	pending     int // claims provisioning outside the lock, counted against MaxClaims
@@ -103,8 +103,8 @@ func newNode(cfg Config) (*Node, error) {
 		cfg:         cfg,
 		log:         cfg.Logger,
 		creds:       newCredentials(cfg.RootToken, cfg.Tenants),
-		pools:       map[sandboxd.PoolKey]*pool{},
-		sandboxes:   map[string]*sandbox{},
+		pools:       map[sandbox.PoolKey]*pool{},
+		sandboxes:   map[string]*claimed{},
 		checkpoints: map[string]*checkpoint{},
 		tenantLive:  map[string]int{},
 		relays:      map[*relay]struct{}{},
@@ -159,7 +159,7 @@ func (n *Node) Close() error {
 		for _, sb := range n.sandboxes {
 			guests = append(guests, sb.guests)
 		}
-		n.sandboxes = map[string]*sandbox{}
+		n.sandboxes = map[string]*claimed{}
 		n.mu.Unlock()
 		for _, g := range guests {
 			g.destroy()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -15,14 +16,14 @@ import (
 const netEgress = "egress"
 
 // checkKey validates a pool key's axes the way a claim and a pool spec do.
-func (n *Node) checkKey(key sandboxd.PoolKey) *apiError {
+func (n *Node) checkKey(key sandbox.PoolKey) *apiError {
 	switch {
 	case key.Template == "":
 		return errorf(http.StatusBadRequest, "template is required")
 	case key.Net == netEgress && n.cfg.EgressAttachment:
 	case key.Net == netEgress:
 		return errorf(http.StatusConflict, "egress requested on a node without an egress attachment")
-	case key.Net != sandboxd.DefaultNet:
+	case key.Net != sandbox.DefaultNet:
 		return errorf(http.StatusBadRequest, "unknown net %q", key.Net)
 	}
 	if _, ok := n.cfg.Sizes[key.Size]; !ok {
@@ -35,7 +36,7 @@ func (n *Node) checkKey(key sandboxd.PoolKey) *apiError {
 // new keys start without a golden, omitted keys drain (their warm VMs are
 // destroyed and the entry retires). Live claims are untouched.
 func (n *Node) applyPools(specs []sandboxd.PoolSpec) (sandboxd.Info, *apiError) {
-	want := make(map[sandboxd.PoolKey]sandboxd.PoolSpec, len(specs))
+	want := make(map[sandbox.PoolKey]sandboxd.PoolSpec, len(specs))
 	for _, s := range specs {
 		key := s.Key()
 		if err := n.checkKey(key); err != nil {
@@ -202,7 +203,7 @@ func (n *Node) info() sandboxd.Info {
 
 // WarmCount is the gossiped warm count for key: what peers see of this
 // node. A draining node advertises none.
-func (n *Node) WarmCount(key sandboxd.PoolKey) int {
+func (n *Node) WarmCount(key sandbox.PoolKey) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.draining {
@@ -233,7 +234,7 @@ func (n *Node) drain(on bool) sandboxd.Info {
 
 // WaitWarm blocks until the pool for key has at least want warm VMs or ctx
 // ends; tests use it instead of sleeping.
-func (n *Node) WaitWarm(ctx context.Context, key sandboxd.PoolKey, want int) error {
+func (n *Node) WaitWarm(ctx context.Context, key sandbox.PoolKey, want int) error {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {

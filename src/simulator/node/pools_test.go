@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -17,7 +18,7 @@ func TestPutPoolsReplacesTheSet(t *testing.T) {
 	root := client(t, n, rootToken)
 	held, _ := root.Claim(ctx, sandboxd.ClaimRequest{Template: tmpl})
 
-	other := sandboxd.PoolKey{Template: "py:3.12", Net: "none", Size: "medium"}
+	other := sandbox.PoolKey{Template: "py:3.12", Net: "none", Size: "medium"}
 	info, err := root.SetPools(ctx, []sandboxd.PoolSpec{{Template: "py:3.12", Size: "medium", Warm: 3, WarmMax: 5}})
 	if err != nil {
 		t.Fatalf("set pools: %v", err)

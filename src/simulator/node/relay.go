@@ -13,7 +13,7 @@ import (
 
 // relay is one upgraded guest-port connection.
 type relay struct {
-	sb     *sandbox
+	sb     *claimed
 	client net.Conn
 	guest  net.Conn
 	once   sync.Once
@@ -27,7 +27,7 @@ func (r *relay) close() {
 }
 
 // closeRelaysLocked cuts every relay into sb (release, hibernate, reap).
-func (n *Node) closeRelaysLocked(sb *sandbox) {
+func (n *Node) closeRelaysLocked(sb *claimed) {
 	for r := range n.relays {
 		if r.sb == sb {
 			r.close()

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // pool is one warm pool: its target and the warm VMs ready to hand out.
 type pool struct {
-	key           sandboxd.PoolKey
+	key           sandbox.PoolKey
 	target        int
 	idleHibernate time.Duration
 	warm          []string // warm VM names; a claim pops the last
@@ -21,12 +22,12 @@ type pool struct {
 	retired       bool // dropped by PUT /v1/pools; in-flight clones are discarded
 }
 
-// sandbox is one live claim.
-type sandbox struct {
+// claimed is one live claim.
+type claimed struct {
 	id             string
 	token          string
 	vm             string
-	key            sandboxd.PoolKey
+	key            sandbox.PoolKey
 	tenant         string
 	claimRef       string
 	fromCheckpoint string
@@ -69,7 +70,7 @@ func newToken() string {
 }
 
 // row renders a sandbox as an index row; the token only when asked.
-func (sb *sandbox) row(withToken bool) sandboxd.Sandbox {
+func (sb *claimed) row(withToken bool) sandboxd.Sandbox {
 	claimedAt := sb.claimedAt
 	r := sandboxd.Sandbox{
 		ID:             sb.id,

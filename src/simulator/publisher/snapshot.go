@@ -1,4 +1,4 @@
-package fleet
+package publisher
 
 import (
 	"time"
@@ -9,10 +9,11 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
-// NodeInventory converts a node snapshot into the NodeInventory a node
-// publishes, the fields vk-sandbox fills on a real node. publishedAt is
-// left to the publisher, which stamps each apply.
-func NodeInventory(s node.Snapshot) *v1beta1.NodeInventory {
+// FromSnapshot converts a simulated node's snapshot into the NodeInventory
+// the node publishes, the fields vk-sandbox fills on a real node. It is the
+// one conversion: the simulator's publishers and the tests' inventories
+// both use it. publishedAt is left to the Publisher, which stamps each apply.
+func FromSnapshot(s node.Snapshot) *v1beta1.NodeInventory {
 	inv := &v1beta1.NodeInventory{Node: s.Node, Address: s.Address}
 	inv.Name = s.Node
 	for _, p := range s.Pools {

@@ -1,18 +1,18 @@
-package fleet_test
+package publisher_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
 
 func TestNodeInventoryFromSnapshot(t *testing.T) {
 	claimed := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	deadline := claimed.Add(5 * time.Minute)
-	inv := fleet.NodeInventory(node.Snapshot{
+	inv := publisher.FromSnapshot(node.Snapshot{
 		Node:    "sim-node-0",
 		Address: "127.0.0.1:7001",
 		Pools: []node.PoolSnapshot{
@@ -50,7 +50,7 @@ func TestNodeInventoryFromSnapshot(t *testing.T) {
 		t.Errorf("hibernated entry = %+v", b)
 	}
 
-	empty := fleet.NodeInventory(node.Snapshot{Node: "sim-node-1"})
+	empty := publisher.FromSnapshot(node.Snapshot{Node: "sim-node-1"})
 	if empty.Node != "sim-node-1" || empty.Pools != nil || empty.Entries != nil {
 		t.Errorf("empty node inventory = %+v", empty)
 	}

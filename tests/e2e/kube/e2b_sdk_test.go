@@ -26,8 +26,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
@@ -214,7 +214,7 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	}
 	var name string
 	for _, item := range list.Items {
-		if id := item.GetAnnotations()["sandbox.cocoonstack.io/id"]; sandboxid.Equal(id, facts.KeptID) {
+		if id := item.GetAnnotations()["sandbox.cocoonstack.io/id"]; sandbox.SameID(id, facts.KeptID) {
 			name = item.GetName()
 		}
 	}
@@ -226,7 +226,7 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, item := range other.Items {
-		if sandboxid.Equal(item.GetAnnotations()["sandbox.cocoonstack.io/id"], facts.KeptID) {
+		if sandbox.SameID(item.GetAnnotations()["sandbox.cocoonstack.io/id"], facts.KeptID) {
 			t.Fatalf("sandbox %s also appears in %s", facts.KeptID, teamB)
 		}
 	}

@@ -23,8 +23,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxid"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
@@ -151,7 +151,7 @@ func startControl(t *testing.T, f *fleet.Fleet, token string) string {
 				continue
 			}
 			for _, e := range n.Snapshot().Entries {
-				if sandboxid.Equal(e.ID, id) {
+				if sandbox.SameID(e.ID, id) {
 					writeJSON(w, map[string]int{"node": i})
 					return
 				}

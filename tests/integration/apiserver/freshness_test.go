@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // evictionWithin bounds how long a dead node's sandboxes stay listed: the
@@ -40,8 +40,8 @@ func TestFreshnessEviction(t *testing.T) {
 
 	// Let both nodes publish the claims first, so what is listed comes
 	// from inventory rather than from the server's memory of its writes.
-	waitPublished(ctx, t, e, victim, doomed.Annotations[sandboxes.AnnotationID])
-	waitPublished(ctx, t, e, survivor.Status.NodeName, survivor.Annotations[sandboxes.AnnotationID])
+	waitPublished(ctx, t, e, victim, doomed.Annotations[sandbox.AnnotationID])
+	waitPublished(ctx, t, e, survivor.Status.NodeName, survivor.Annotations[sandbox.AnnotationID])
 
 	// A watcher sees the eviction as a deletion.
 	w, err := e.sandboxes.Namespace(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=doomed"})

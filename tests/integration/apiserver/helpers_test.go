@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
-
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 )
 
 // testContext bounds one test's requests and waits.
@@ -33,7 +32,7 @@ type sandboxOption func(*agentsv1beta1.Sandbox)
 
 // withTemplate names the pool template by annotation.
 func withTemplate(template string) sandboxOption {
-	return withAnnotation(sandboxes.AnnotationTemplate, template)
+	return withAnnotation(sandbox.AnnotationTemplate, template)
 }
 
 // withImage names the pool template by the pod template's image.
@@ -183,13 +182,13 @@ func inNamespaces(refs []string, namespaces ...string) []string {
 // deadlineOf parses the deadline annotation the server writes.
 func deadlineOf(tb testing.TB, sb *agentsv1beta1.Sandbox) time.Time {
 	tb.Helper()
-	raw, ok := sb.Annotations[sandboxes.AnnotationDeadline]
+	raw, ok := sb.Annotations[sandbox.AnnotationDeadline]
 	if !ok {
-		tb.Fatalf("sandbox %s has no %s annotation: %v", sb.Name, sandboxes.AnnotationDeadline, sb.Annotations)
+		tb.Fatalf("sandbox %s has no %s annotation: %v", sb.Name, sandbox.AnnotationDeadline, sb.Annotations)
 	}
 	d, err := time.Parse(time.RFC3339, raw)
 	if err != nil {
-		tb.Fatalf("sandbox %s: %s = %q: %v", sb.Name, sandboxes.AnnotationDeadline, raw, err)
+		tb.Fatalf("sandbox %s: %s = %q: %v", sb.Name, sandbox.AnnotationDeadline, raw, err)
 	}
 	return d
 }

@@ -14,7 +14,7 @@ import (
 	kversion "k8s.io/apimachinery/pkg/version"
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/subresources"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -84,8 +84,8 @@ func TestKubectl(t *testing.T) {
 			t.Fatalf("kubectl get sandboxes -A shows no row for %s/%s:\n%s", ns, name, out)
 		}
 		if len(row) != 7 || row[2] != sb.Status.NodeName || row[3] != "Running" || row[4] != templateBase ||
-			row[6] != sb.Annotations[sandboxes.AnnotationDeadline] {
-			t.Errorf("row %q, want node %s, Running, template %s, deadline %s", row, sb.Status.NodeName, templateBase, sb.Annotations[sandboxes.AnnotationDeadline])
+			row[6] != sb.Annotations[sandbox.AnnotationDeadline] {
+			t.Errorf("row %q, want node %s, Running, template %s, deadline %s", row, sb.Status.NodeName, templateBase, sb.Annotations[sandbox.AnnotationDeadline])
 		}
 	})
 

@@ -6,8 +6,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 )
 
 // deadlineSlack is how far a granted deadline may trail the request it
@@ -42,7 +42,7 @@ func TestLease(t *testing.T) {
 	t.Run("TTLSecondsAnnotation", func(t *testing.T) {
 		const ttl = 600 * time.Second
 		start := time.Now()
-		sb := e.mustCreate(ctx, t, newSandbox(ns, "ttl", withTemplate(templateBase), withAnnotation(sandboxes.AnnotationTTLSeconds, "600")))
+		sb := e.mustCreate(ctx, t, newSandbox(ns, "ttl", withTemplate(templateBase), withAnnotation(sandbox.AnnotationTTLSeconds, "600")))
 		checkLease(t, deadlineOf(t, sb), start, ttl)
 	})
 
@@ -57,11 +57,11 @@ func TestLease(t *testing.T) {
 		opts []sandboxOption
 	}{
 		{"PastShutdownTime", []sandboxOption{withShutdownTime(time.Now().Add(-time.Minute))}},
-		{"MalformedTTL", []sandboxOption{withAnnotation(sandboxes.AnnotationTTLSeconds, "ten minutes")}},
-		{"NegativeTTL", []sandboxOption{withAnnotation(sandboxes.AnnotationTTLSeconds, "-5")}},
+		{"MalformedTTL", []sandboxOption{withAnnotation(sandbox.AnnotationTTLSeconds, "ten minutes")}},
+		{"NegativeTTL", []sandboxOption{withAnnotation(sandbox.AnnotationTTLSeconds, "-5")}},
 		{"MalformedTTLBesideShutdownTime", []sandboxOption{
 			withShutdownTime(time.Now().Add(time.Hour)),
-			withAnnotation(sandboxes.AnnotationTTLSeconds, "1.5"),
+			withAnnotation(sandbox.AnnotationTTLSeconds, "1.5"),
 		}},
 	}
 	for _, tc := range refusals {

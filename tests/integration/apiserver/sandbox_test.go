@@ -6,13 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
-
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 )
 
 // TestCreateGetListDelete covers the plain verbs through the aggregator:
@@ -31,10 +30,10 @@ func TestCreateGetListDelete(t *testing.T) {
 	for _, sb := range []*agentsv1beta1.Sandbox{byTemplate, byImage, other} {
 		checkServed(t, e, sb)
 	}
-	if got := byTemplate.Annotations[sandboxes.AnnotationTemplate]; got != templateBase {
+	if got := byTemplate.Annotations[sandbox.AnnotationTemplate]; got != templateBase {
 		t.Errorf("by-template: template annotation %q, want %q", got, templateBase)
 	}
-	if got := byImage.Annotations[sandboxes.AnnotationTemplate]; got != imagePython {
+	if got := byImage.Annotations[sandbox.AnnotationTemplate]; got != imagePython {
 		t.Errorf("by-image: template annotation %q, want the image %q", got, imagePython)
 	}
 	// Only the big nodes serve the image's pool.
@@ -47,10 +46,10 @@ func TestCreateGetListDelete(t *testing.T) {
 		t.Fatalf("get: %v", err)
 	}
 	if got.UID != byTemplate.UID || got.Status.NodeName != byTemplate.Status.NodeName ||
-		got.Annotations[sandboxes.AnnotationID] != byTemplate.Annotations[sandboxes.AnnotationID] {
+		got.Annotations[sandbox.AnnotationID] != byTemplate.Annotations[sandbox.AnnotationID] {
 		t.Errorf("get answered uid %s node %s id %s; create answered uid %s node %s id %s",
-			got.UID, got.Status.NodeName, got.Annotations[sandboxes.AnnotationID],
-			byTemplate.UID, byTemplate.Status.NodeName, byTemplate.Annotations[sandboxes.AnnotationID])
+			got.UID, got.Status.NodeName, got.Annotations[sandbox.AnnotationID],
+			byTemplate.UID, byTemplate.Status.NodeName, byTemplate.Annotations[sandbox.AnnotationID])
 	}
 
 	checkReadBack(ctx, t, e, byTemplate)
@@ -83,19 +82,19 @@ func TestCreateGetListDelete(t *testing.T) {
 	}
 
 	node := byImage.Status.NodeName
-	onNode, err := e.sandboxes.List(ctx, metav1.ListOptions{LabelSelector: sandboxes.LabelNode + "=" + node})
+	onNode, err := e.sandboxes.List(ctx, metav1.ListOptions{LabelSelector: sandbox.LabelNode + "=" + node})
 	if err != nil {
 		t.Fatalf("list by node label: %v", err)
 	}
 	found := false
 	for _, it := range onNode.Items {
-		if l := it.GetLabels()[sandboxes.LabelNode]; l != node {
-			t.Errorf("label selector %s=%s returned %s/%s labelled %q", sandboxes.LabelNode, node, it.GetNamespace(), it.GetName(), l)
+		if l := it.GetLabels()[sandbox.LabelNode]; l != node {
+			t.Errorf("label selector %s=%s returned %s/%s labelled %q", sandbox.LabelNode, node, it.GetNamespace(), it.GetName(), l)
 		}
 		found = found || (it.GetNamespace() == nsA && it.GetName() == "by-image")
 	}
 	if !found {
-		t.Errorf("label selector %s=%s did not return crud-a/by-image", sandboxes.LabelNode, node)
+		t.Errorf("label selector %s=%s did not return crud-a/by-image", sandbox.LabelNode, node)
 	}
 
 	// A second create under a taken name spends nothing and is refused.
@@ -118,7 +117,7 @@ func TestCreateGetListDelete(t *testing.T) {
 
 	// Delete releases the VM on its node and the replica shows it gone at
 	// once.
-	id := byImage.Annotations[sandboxes.AnnotationID]
+	id := byImage.Annotations[sandbox.AnnotationID]
 	nodeIdx := e.nodeIndex(node)
 	if _, ok := e.entry(nodeIdx, id); !ok {
 		t.Fatalf("node %s does not hold by-image's claim %s", node, id)
@@ -153,15 +152,15 @@ func checkServed(t *testing.T, e *testEnv, sb *agentsv1beta1.Sandbox) {
 		t.Errorf("%s: uid %q, creationTimestamp %v, resourceVersion %q: want all set", sb.Name, sb.UID, sb.CreationTimestamp, sb.ResourceVersion)
 	}
 	node := sb.Status.NodeName
-	if node == "" || sb.Annotations[sandboxes.AnnotationNode] != node || sb.Labels[sandboxes.LabelNode] != node {
+	if node == "" || sb.Annotations[sandbox.AnnotationNode] != node || sb.Labels[sandbox.LabelNode] != node {
 		t.Errorf("%s: status.nodeName %q, node annotation %q, node label %q: want one node name",
-			sb.Name, node, sb.Annotations[sandboxes.AnnotationNode], sb.Labels[sandboxes.LabelNode])
+			sb.Name, node, sb.Annotations[sandbox.AnnotationNode], sb.Labels[sandbox.LabelNode])
 	}
 	idx := e.nodeIndex(node)
 	if idx < 0 {
 		t.Fatalf("%s: node %q is not in the fleet", sb.Name, node)
 	}
-	id := sb.Annotations[sandboxes.AnnotationID]
+	id := sb.Annotations[sandbox.AnnotationID]
 	en, ok := e.entry(idx, id)
 	if !ok {
 		t.Fatalf("%s: node %s holds no claim %q", sb.Name, node, id)
@@ -199,14 +198,14 @@ func checkReadBack(ctx context.Context, t *testing.T, e *testEnv, created *agent
 	if err != nil {
 		t.Fatalf("%s is still served from the create's memory, not from inventory: %v", created.Name, err)
 	}
-	for _, k := range []string{sandboxes.AnnotationID, sandboxes.AnnotationNode, sandboxes.AnnotationTemplate, sandboxes.AnnotationDeadline} {
+	for _, k := range []string{sandbox.AnnotationID, sandbox.AnnotationNode, sandbox.AnnotationTemplate, sandbox.AnnotationDeadline} {
 		if got.Annotations[k] != created.Annotations[k] {
 			t.Errorf("%s read back from inventory: %s = %q, the create answered %q", created.Name, k, got.Annotations[k], created.Annotations[k])
 		}
 	}
-	if got.UID != created.UID || got.Status.NodeName != created.Status.NodeName || got.Labels[sandboxes.LabelNode] != created.Labels[sandboxes.LabelNode] {
+	if got.UID != created.UID || got.Status.NodeName != created.Status.NodeName || got.Labels[sandbox.LabelNode] != created.Labels[sandbox.LabelNode] {
 		t.Errorf("%s read back from inventory: uid %s node %s label %q; the create answered uid %s node %s label %q",
-			created.Name, got.UID, got.Status.NodeName, got.Labels[sandboxes.LabelNode], created.UID, created.Status.NodeName, created.Labels[sandboxes.LabelNode])
+			created.Name, got.UID, got.Status.NodeName, got.Labels[sandbox.LabelNode], created.UID, created.Status.NodeName, created.Labels[sandbox.LabelNode])
 	}
 	if d := got.CreationTimestamp.Sub(created.CreationTimestamp.Time); d < -2*time.Second || d > 2*time.Second {
 		t.Errorf("%s read back from inventory: created %v, the create answered %v", created.Name, got.CreationTimestamp, created.CreationTimestamp)

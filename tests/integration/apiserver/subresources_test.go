@@ -11,7 +11,7 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/subresources"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
@@ -29,7 +29,7 @@ func TestSubresources(t *testing.T) {
 
 	parent := e.mustCreate(ctx, t, newSandbox(ns, name, withImage(imagePython)))
 	nodeIdx := e.nodeIndex(parent.Status.NodeName)
-	id := parent.Annotations[sandboxes.AnnotationID]
+	id := parent.Annotations[sandbox.AnnotationID]
 
 	t.Run("Pause", func(t *testing.T) {
 		// Twice: pause is idempotent.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
@@ -158,7 +159,7 @@ func TestBinaryFleetServesTheContract(t *testing.T) {
 		if err != nil {
 			t.Fatalf("info: %v", err)
 		}
-		if p, ok := info.Pool(sandboxd.PoolKey{Template: "base", Net: "none", Size: "small"}); ok && p.Warm >= 2 {
+		if p, ok := info.Pool(sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}); ok && p.Warm >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {

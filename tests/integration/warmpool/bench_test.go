@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
@@ -61,7 +62,7 @@ func label(labels, name string) string {
 
 // allAt reports whether every live node holds its share of key as target
 // (and, with warm, as warm VMs too).
-func allAt(f *fleet.Fleet, key sandboxd.PoolKey, replicas int, warm bool) bool {
+func allAt(f *fleet.Fleet, key sandbox.PoolKey, replicas int, warm bool) bool {
 	var names []string
 	for _, n := range f.Nodes() {
 		names = append(names, n.Name())

@@ -29,6 +29,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
@@ -215,8 +216,8 @@ func eventually(t testing.TB, what string, cond func() (bool, string)) {
 }
 
 // nodeTargets reads every live node's pool targets from its sandboxd.
-func nodeTargets(f *fleet.Fleet, tok string) map[string]map[sandboxd.PoolKey]int {
-	out := map[string]map[sandboxd.PoolKey]int{}
+func nodeTargets(f *fleet.Fleet, tok string) map[string]map[sandbox.PoolKey]int {
+	out := map[string]map[sandbox.PoolKey]int{}
 	for i, n := range f.Nodes() {
 		if !f.Alive(i) {
 			continue
@@ -231,7 +232,7 @@ func nodeTargets(f *fleet.Fleet, tok string) map[string]map[sandboxd.PoolKey]int
 		if err != nil {
 			continue
 		}
-		pools := map[sandboxd.PoolKey]int{}
+		pools := map[sandbox.PoolKey]int{}
 		for _, p := range info.Pools {
 			pools[p.Key] = p.Target
 		}
@@ -242,9 +243,9 @@ func nodeTargets(f *fleet.Fleet, tok string) map[string]map[sandboxd.PoolKey]int
 
 // placedAsExpected holds when the live nodes of fleets hold exactly
 // warmpool.Place's shares of key over them, and no other pool.
-func placedAsExpected(key sandboxd.PoolKey, replicas int, fleets ...*fleet.Fleet) (bool, string) {
+func placedAsExpected(key sandbox.PoolKey, replicas int, fleets ...*fleet.Fleet) (bool, string) {
 	var names []string
-	got := map[string]map[sandboxd.PoolKey]int{}
+	got := map[string]map[sandbox.PoolKey]int{}
 	for _, f := range fleets {
 		for name, pools := range nodeTargets(f, token) {
 			names = append(names, name)
@@ -266,6 +267,6 @@ func placedAsExpected(key sandboxd.PoolKey, replicas int, fleets ...*fleet.Fleet
 	return true, ""
 }
 
-func keyOf(image string) sandboxd.PoolKey {
-	return sandboxd.PoolKey{Template: image, Net: sandboxd.DefaultNet, Size: sandboxd.DefaultSize}
+func keyOf(image string) sandbox.PoolKey {
+	return sandbox.PoolKey{Template: image, Net: sandbox.DefaultNet, Size: sandbox.DefaultSize}
 }

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+
 	"context"
 	"fmt"
 	"strings"
@@ -15,10 +17,6 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/subresources"
 )
-
-// MaxForkCount bounds the children one fork request may ask for, so a
-// single call cannot drain a node's capacity by accident.
-const MaxForkCount = 64
 
 // action is the shared shape of the POST-only subresources: the body is an
 // options kind, the response a result kind, and the work one backend call.
@@ -145,8 +143,8 @@ func NewSubresources(backend Backend) map[string]rest.Storage {
 
 func validateFork(count int32, ttlSeconds int64) field.ErrorList {
 	var errs field.ErrorList
-	if count < 1 || count > MaxForkCount {
-		errs = append(errs, field.Invalid(field.NewPath("count"), count, fmt.Sprintf("must be between 1 and %d", MaxForkCount)))
+	if count < 1 || count > sandbox.MaxForkCount {
+		errs = append(errs, field.Invalid(field.NewPath("count"), count, fmt.Sprintf("must be between 1 and %d", sandbox.MaxForkCount)))
 	}
 	if ttlSeconds < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("ttlSeconds"), ttlSeconds, "must not be negative"))
