@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
@@ -41,6 +41,8 @@ type Config struct {
 	Resync time.Duration
 	// Clock is the process clock; default the real one.
 	Clock clock.WithTicker
+	// Logger gets the objects the store cannot read; nil discards.
+	Logger *slog.Logger
 }
 
 // Store is the indexed fresh view of the fleet's inventories. Every method
@@ -89,6 +91,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
 		cfg:    cfg,
@@ -270,7 +275,7 @@ func (n *nodeState) view() Node {
 func (s *Store) upsert(obj any) {
 	inv, err := toInventory(obj)
 	if err != nil {
-		klog.ErrorS(err, "Ignoring unreadable NodeInventory")
+		s.cfg.Logger.Error("ignoring an unreadable NodeInventory", "err", err)
 		return
 	}
 	next := newNodeState(inv)
@@ -297,7 +302,7 @@ func (s *Store) remove(obj any) {
 	}
 	inv, err := toInventory(obj)
 	if err != nil {
-		klog.ErrorS(err, "Ignoring unreadable deleted NodeInventory")
+		s.cfg.Logger.Error("ignoring an unreadable deleted NodeInventory", "err", err)
 		return
 	}
 	s.mu.Lock()

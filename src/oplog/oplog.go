@@ -1,12 +1,18 @@
-// Package oplog builds the process logger every binary of this repository
-// uses: log/slog text on stderr, at the level OPERATOR_LOG_LEVEL names.
+// Package oplog builds the one logger of a process: log/slog text on
+// stderr at the level OPERATOR_LOG_LEVEL (or a flag) names, with klog,
+// which client-go and the generic apiserver library log through, routed
+// into the same stream. Binaries build it once in main and pass it down;
+// library packages take a *slog.Logger and never use a global one.
 package oplog
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+
+	"k8s.io/klog/v2"
 )
 
 // LevelEnv is the environment variable that selects the log level.
@@ -30,11 +36,21 @@ func ParseLevel(value string) (slog.Level, error) {
 	}
 }
 
-// New returns the process logger writing to w at level, and makes it
-// slog's default so libraries logging through slog land in the same stream.
+// New returns the process logger writing to w at level. It becomes slog's
+// default and klog's sink, so that what libraries log by themselves lands
+// in the same stream; klog's verbose levels map onto slog below info and
+// so appear only at debug.
 func New(w io.Writer, level slog.Level) *slog.Logger {
 	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	verbosity := "0"
+	if level <= slog.LevelDebug {
+		verbosity = "4"
+	}
+	_ = fs.Set("v", verbosity)
+	klog.SetSlogLogger(logger)
 	return logger
 }
 

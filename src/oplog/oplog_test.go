@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"k8s.io/klog/v2"
 )
 
 func TestParseLevel(t *testing.T) {
@@ -36,5 +38,25 @@ func TestFromEnvFiltersBelowLevel(t *testing.T) {
 	}
 	if _, err := FromEnv(&buf, "loud"); err == nil {
 		t.Fatal("FromEnv accepted an unknown level")
+	}
+}
+
+func TestKlogLandsInTheSameStream(t *testing.T) {
+	var buf bytes.Buffer
+	New(&buf, slog.LevelInfo)
+	klog.InfoS("from client-go", "k", "v")
+	klog.V(4).InfoS("verbose detail")
+	klog.Flush()
+	if !strings.Contains(buf.String(), "from client-go") || !strings.Contains(buf.String(), "k=v") {
+		t.Fatalf("klog's line is missing from the process stream: %q", buf.String())
+	}
+	if strings.Contains(buf.String(), "verbose detail") {
+		t.Fatalf("klog's verbose line appeared at info: %q", buf.String())
+	}
+	buf.Reset()
+	New(&buf, slog.LevelDebug)
+	klog.V(4).InfoS("verbose detail")
+	if !strings.Contains(buf.String(), "verbose detail") {
+		t.Fatalf("klog's verbose line is missing at debug: %q", buf.String())
 	}
 }

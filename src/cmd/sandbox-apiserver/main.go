@@ -12,8 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,7 +30,9 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 )
 
@@ -108,7 +108,7 @@ func (o *options) validate() error {
 }
 
 func run(args []string, stderr io.Writer) int {
-	logger, err := kubeclient.ProcessLogger(stderr)
+	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
 		return 2
@@ -131,18 +131,16 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
 		return 2
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, logger, o); err != nil {
+	if err := runServer(serve.SignalContext(), logger, o); err != nil {
 		logger.Error("sandbox-apiserver stopped", "err", err)
 		return 1
 	}
 	return 0
 }
 
-// serve wires the fleet backend and runs the server until ctx ends.
-func serve(ctx context.Context, logger *slog.Logger, o *options) error {
+// runServer wires the fleet backend and runs the server, the NodeInventory
+// informer, the warm-pool driver and the e2b surface until ctx ends.
+func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 	// Outside a cluster, KUBECONFIG names the cluster as it does for kubectl;
 	// --kubeconfig wins when both are given.
 	if o.recommended.CoreAPI != nil && o.recommended.CoreAPI.CoreAPIKubeconfigPath == "" {
@@ -163,7 +161,7 @@ func serve(ctx context.Context, logger *slog.Logger, o *options) error {
 	if token == "" {
 		logger.Warn("no sandboxd token configured: node-local calls carry none, so nodes with an api_token refuse them and lifecycle verbs fail")
 	}
-	fleet, err := newFleet(restConfig, o.inventory.StaleAfter, token)
+	fleet, err := newFleet(restConfig, o.inventory.StaleAfter, token, logger)
 	if err != nil {
 		return err
 	}
@@ -172,7 +170,7 @@ func serve(ctx context.Context, logger *slog.Logger, o *options) error {
 		return err
 	}
 	cfg.ReadyChecks = append(cfg.ReadyChecks, healthz.NamedCheck("inventory-synced", func(*http.Request) error {
-		if !fleet.synced() {
+		if !fleet.store.HasSynced() {
 			return errors.New("the NodeInventory informer has not synced yet")
 		}
 		return nil
@@ -181,37 +179,28 @@ func serve(ctx context.Context, logger *slog.Logger, o *options) error {
 	if err != nil {
 		return err
 	}
-
 	driver, err := newWarmPoolDriver(logger, o, restConfig, fleet.store, token)
 	if err != nil {
 		return err
 	}
-
-	e2bSurface, err := newE2BSurface(logger, o, fleet, token)
+	e2bSurface, err := listenE2B(logger, o, fleet, token)
 	if err != nil {
 		return err
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := fleet.start(runCtx)
-	driverDone := driver.start(runCtx)
-	defer func() { cancel(); <-driverDone }()
-	e2bDone, err := e2bSurface.start(runCtx, cancel)
-	if err != nil {
-		cancel()
-		<-done
-		return err
+	g := serve.NewGroup(ctx, logger)
+	g.Informers("NodeInventory", fleet.informers, fleet.store.HasSynced)
+	g.Loop(fleet.store.Run)
+	g.Loop(fleet.service.Run)
+	if driver != nil {
+		g.Go("warm-pool driver", driver.Run)
+	}
+	if e2bSurface != nil {
+		g.Go("e2b surface", e2bSurface)
 	}
 	logger.Info("serving", "securePort", o.recommended.SecureServing.BindPort, "inventoryStaleAfter", o.inventory.StaleAfter)
-	err = srv.PrepareRun().RunWithContext(runCtx)
-	cancel()
-	e2bErr := <-e2bDone
-	<-done
-	if err != nil {
-		return fmt.Errorf("running the apiserver: %w", err)
-	}
-	return e2bErr
+	g.Go("apiserver", srv.PrepareRun().RunWithContext)
+	return g.Wait()
 }
 
 // fleet is the backend and what keeps it current: the NodeInventory
@@ -223,14 +212,14 @@ type fleet struct {
 	backend   registry.Backend
 }
 
-func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string) (*fleet, error) {
+func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string, logger *slog.Logger) (*fleet, error) {
 	dyn, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
-	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: staleAfter})
+	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: staleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
@@ -241,62 +230,26 @@ func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string) (
 	return &fleet{informers: factory, store: store, service: service, backend: service}, nil
 }
 
-func (f *fleet) synced() bool { return f.store.HasSynced() }
-
-// start runs the informer, store and service until ctx ends; the returned
-// channel closes once all of them have stopped.
-func (f *fleet) start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	f.informers.Start(ctx.Done())
-	go func() {
-		defer close(done)
-		storeDone := make(chan struct{})
-		go func() { defer close(storeDone); f.store.Run(ctx) }()
-		f.service.Run(ctx)
-		<-storeDone
-		f.informers.Shutdown()
-	}()
-	return done
-}
-
-// warmPoolDriver is the optional in-process SandboxWarmPool driver.
-type warmPoolDriver struct{ d *warmpool.Driver }
-
-// newWarmPoolDriver builds the driver when it is enabled; a driver that
-// cannot be built stops the process, while one that stops later is
+// newWarmPoolDriver builds the driver, nil when it is disabled; a driver
+// that cannot be built stops the process, while one that stops later is
 // rebuilt by warmpool.Driver.Run itself.
-func newWarmPoolDriver(logger *slog.Logger, o *options, restConfig *rest.Config, nodes warmpool.NodeLister, token string) (*warmPoolDriver, error) {
+func newWarmPoolDriver(logger *slog.Logger, o *options, restConfig *rest.Config, nodes warmpool.NodeLister, token string) (*warmpool.Driver, error) {
 	if !o.enableWarmPoolDriver {
 		logger.Info("the warm-pool driver is disabled (--enable-warm-pool-driver=false)")
-		return &warmPoolDriver{}, nil
+		return nil, nil
 	}
-	// controller-runtime logs through the process logger, like klog.
-	log := logr.FromSlogHandler(logger.Handler())
-	ctrllog.SetLogger(log)
+	// controller-runtime's own global logger goes to the process stream too.
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	d, err := warmpool.New(warmpool.Config{
 		RESTConfig:   restConfig,
 		Nodes:        nodes,
 		Token:        token,
 		SyncInterval: o.warmPoolSyncInterval,
-		Logger:       log,
+		Logger:       logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the warm-pool driver: %w", err)
 	}
 	logger.Info("warm-pool driver enabled", "lease", warmpool.LeaseName, "identity", d.Identity())
-	return &warmPoolDriver{d: d}, nil
-}
-
-// start runs the driver until ctx ends; the channel closes when it returned.
-func (w *warmPoolDriver) start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	if w.d == nil {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		_ = w.d.Run(ctx)
-	}()
-	return done
+	return d, nil
 }

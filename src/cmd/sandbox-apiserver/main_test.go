@@ -2,11 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,53 +137,5 @@ func TestE2BStartupValidation(t *testing.T) {
 	}
 	if err := o.validate(); err != nil || string(o.e2bConfig.EnvdSecret) != "s3cr3t-value" || !o.e2bConfig.AllowAnonymous {
 		t.Errorf("validate = %v, config %+v", err, o.e2bConfig.Domain)
-	}
-}
-
-func TestE2BSurfaceServesAndDrains(t *testing.T) {
-	logger := slog.New(slog.DiscardHandler)
-	release := make(chan struct{})
-	started := make(chan struct{})
-	s := &e2bSurface{logger: logger, addr: "127.0.0.1:0", srv: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-release
-		w.WriteHeader(http.StatusTeapot)
-	})}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done, err := s.start(ctx, cancel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan int, 1)
-	go func() {
-		resp, err := http.Get("http://" + s.bound + "/health")
-		if err != nil {
-			got <- 0
-			return
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		got <- resp.StatusCode
-	}()
-	<-started
-	cancel() // shutdown waits for the request in flight
-	close(release)
-	if code := <-got; code != http.StatusTeapot {
-		t.Errorf("in-flight request = %d, want it answered during the drain", code)
-	}
-	if err := <-done; err != nil {
-		t.Errorf("surface stopped with %v", err)
-	}
-
-	// A taken port fails startup, naming the flag.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	s = &e2bSurface{logger: logger, addr: ln.Addr().String(), srv: &http.Server{}}
-	if _, err := s.start(context.Background(), func() {}); err == nil || !strings.Contains(err.Error(), "--e2b-bind-address") {
-		t.Errorf("start on a taken port = %v", err)
 	}
 }

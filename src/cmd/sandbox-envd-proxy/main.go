@@ -6,16 +6,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -28,7 +23,9 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 const usageHeader = `sandbox-envd-proxy carries the e2b SDK's data plane (files, commands, pty and
@@ -42,10 +39,6 @@ cluster.
 
 Flags:
 `
-
-// shutdownGrace bounds how long in-flight requests get on SIGTERM; long
-// streams (process output, watches) are cut after it.
-const shutdownGrace = 10 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -117,7 +110,7 @@ func (o *options) validate() error {
 type credentials struct {
 	secret []byte
 	token  string
-	certs  *certFiles
+	certs  *serve.CertFiles
 }
 
 func (o *options) loadCredentials() (*credentials, error) {
@@ -134,15 +127,15 @@ func (o *options) loadCredentials() (*credentials, error) {
 	}
 	c := &credentials{secret: secret, token: token}
 	if o.tlsCertFile != "" {
-		if c.certs, err = loadCertFiles(o.tlsCertFile, o.tlsKeyFile); err != nil {
-			return nil, err
+		if c.certs, err = serve.LoadCertFiles(o.tlsCertFile, o.tlsKeyFile, nil); err != nil {
+			return nil, fmt.Errorf("--tls-cert-file and --tls-private-key-file: %w", err)
 		}
 	}
 	return c, nil
 }
 
 func run(args []string, stderr io.Writer) int {
-	logger, err := kubeclient.ProcessLogger(stderr)
+	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return 2
@@ -185,28 +178,33 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", o.bindAddress)
+	p, err := listen(logger, o, creds, dyn)
 	if err != nil {
-		logger.Error("cannot listen", "address", o.bindAddress, "err", err)
+		logger.Error("sandbox-envd-proxy cannot start", "err", err)
 		return 1
 	}
-	if err := serve(ctx, logger, o, creds, dyn, ln); err != nil {
+	if err := p.run(serve.SignalContext(), logger); err != nil {
 		logger.Error("sandbox-envd-proxy stopped", "err", err)
 		return 1
 	}
 	return 0
 }
 
-// serve runs the inventory informer and the proxy on ln until ctx ends.
-func serve(ctx context.Context, logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface, ln net.Listener) error {
+// proxyServer is the proxy, bound to its listener, and the NodeInventory
+// informer and store it places requests with.
+type proxyServer struct {
+	factory dynamicinformer.DynamicSharedInformerFactory
+	store   *inventory.Store
+	srv     *serve.Server
+}
+
+// listen builds the store and the proxy and binds the listener.
+func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface) (*proxyServer, error) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
-	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter})
+	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("building the inventory store: %w", err)
+		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
 	proxy, err := envdproxy.New(envdproxy.Config{
 		Locator:    inventorylocator.New(store, o.namespace),
@@ -220,61 +218,28 @@ func serve(ctx context.Context, logger *slog.Logger, o *options, creds *credenti
 		Ready: store.HasSynced,
 	})
 	if err != nil {
-		_ = ln.Close()
-		return err
+		return nil, err
 	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	storeDone := make(chan struct{})
-	go func() { defer close(storeDone); store.Run(runCtx) }()
-	factory.Start(runCtx.Done())
-	defer func() {
-		cancel()
-		<-storeDone
-		factory.Shutdown()
-	}()
-
-	srv := newHTTPServer(proxy, creds.certs, logger)
-	errc := make(chan error, 1)
-	go func() {
-		if creds.certs != nil {
-			errc <- srv.ServeTLS(ln, "", "")
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	logger.Info("serving", "address", ln.Addr().String(), "tls", creds.certs != nil, "domain", o.domain,
-		"namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+	// HTTP/1.1 and HTTP/2, over TLS when certs are given and in the clear
+	// (h2c) otherwise; guest apps may send large cookies.
+	cfg := serve.ServerConfig{Name: "envd proxy", Addr: o.bindAddress, Handler: proxy, Protocols: envdproxy.Protocols(),
+		ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 1 << 20, Logger: logger}
+	if creds.certs != nil {
+		cfg.TLS = creds.certs.TLSConfig()
 	}
-	shutdownCtx, done := context.WithTimeout(context.Background(), shutdownGrace)
-	defer done()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close() // streams still open past the grace period
+	srv, err := serve.Listen(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--bind-address: %w", err)
 	}
-	<-errc
-	return nil
+	logger.Info("routing", "domain", o.domain, "namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
+	return &proxyServer{factory: factory, store: store, srv: srv}, nil
 }
 
-// newHTTPServer is the client-facing server: HTTP/1.1 and HTTP/2, over TLS
-// when certs are given and in the clear (h2c) otherwise. No write timeout:
-// process output and file transfers stream for as long as they last.
-func newHTTPServer(h http.Handler, certs *certFiles, logger *slog.Logger) *http.Server {
-	srv := &http.Server{
-		Handler:           h,
-		Protocols:         envdproxy.Protocols(),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-	}
-	if certs != nil {
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
-	}
-	return srv
+// run serves until ctx ends, then drains in-flight requests.
+func (p *proxyServer) run(ctx context.Context, logger *slog.Logger) error {
+	g := serve.NewGroup(ctx, logger)
+	g.Informers("NodeInventory", p.factory, p.store.HasSynced)
+	g.Loop(p.store.Run)
+	g.Go("envd proxy", p.srv.Serve)
+	return g.Wait()
 }

@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -157,17 +156,19 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	o.bindAddress = "127.0.0.1:0"
+	logger := slog.New(slog.DiscardHandler)
+	p, err := listen(logger, o, creds, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, slog.New(slog.DiscardHandler), o, creds, dyn, ln) }()
+	go func() { done <- p.run(ctx, logger) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+			t.Errorf("run: %v", err)
 		}
 	})
 
@@ -177,7 +178,7 @@ func TestServe(t *testing.T) {
 	tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "x.sandbox.example.com"}}
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	base := "https://" + ln.Addr().String()
+	base := "https://" + p.srv.Addr().String()
 
 	inventorytest.Eventually(t, "ready", func() bool {
 		resp, err := hc.Get(base + "/healthz")
@@ -200,41 +201,6 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || !strings.Contains(string(body), `"path":"/via-binary"`) {
 		t.Fatalf("%s %d %s", resp.Proto, resp.StatusCode, body)
-	}
-}
-
-func TestCertFilesReload(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile := writeCert(t, dir)
-	c, err := loadCertFiles(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	c.now = func() time.Time { return now }
-	first, _ := c.GetCertificate(nil)
-	// A rotated pair is picked up at the next check, not before.
-	later := time.Now().Add(time.Hour)
-	newCert, newKey := writeCert(t, t.TempDir())
-	for _, p := range [][2]string{{newCert, certFile}, {newKey, keyFile}} {
-		b, _ := os.ReadFile(p[0])
-		_ = os.WriteFile(p[1], b, 0o600)
-		_ = os.Chtimes(p[1], later, later)
-	}
-	if got, _ := c.GetCertificate(nil); got != first {
-		t.Fatal("reloaded before the check interval")
-	}
-	now = now.Add(certReloadInterval)
-	if got, _ := c.GetCertificate(nil); got == first {
-		t.Fatal("rotated certificate not picked up")
-	}
-	// A broken rotation keeps the last good pair.
-	good, _ := c.GetCertificate(nil)
-	_ = os.WriteFile(keyFile, []byte("garbage"), 0o600)
-	_ = os.Chtimes(keyFile, later.Add(time.Hour), later.Add(time.Hour))
-	now = now.Add(certReloadInterval)
-	if got, _ := c.GetCertificate(nil); got != good {
-		t.Fatal("a broken key replaced the serving certificate")
 	}
 }
 
