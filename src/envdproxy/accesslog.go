@@ -64,7 +64,7 @@ func (p *Proxy) logAccess(line *accessLine, rec *recorder, start time.Time) {
 		slog.String("proto", line.proto),
 		slog.Int("status", status),
 		slog.Int64("bytes", rec.bytes),
-		slog.Duration("duration", time.Since(start)),
+		slog.Duration("duration", p.cfg.Clock.Since(start)),
 	}
 	if line.sandbox != "" {
 		attrs = append(attrs, slog.String("sandbox", line.sandbox), slog.Int("port", line.port))

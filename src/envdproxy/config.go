@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Defaults of the optional Config fields.
@@ -47,9 +49,9 @@ type Config struct {
 	LookupRate    float64
 	LookupBurst   int
 	LookupTimeout time.Duration
-	// Now is the clock of the cache and the lookup budget; default
-	// time.Now. Tests inject one.
-	Now func() time.Time
+	// Clock times the cache, the lookup budget and the access log; nil is
+	// the real clock. Tests inject a fake one.
+	Clock clock.PassiveClock
 	// Ready, when set, makes /healthz answer 503 until it reports true
 	// (e.g. until the inventory informer has synced).
 	Ready func() bool
@@ -91,8 +93,8 @@ func (c *Config) applyDefaults() error {
 	if c.CacheTTL < 0 || c.LookupRate < 0 || c.LookupBurst < 0 || c.LookupTimeout < 0 {
 		return errors.New("envdproxy: CacheTTL, LookupRate, LookupBurst and LookupTimeout must not be negative")
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
@@ -83,24 +85,6 @@ func (m *mapLocator) publish(id, addr string) {
 	m.owners[id] = addr
 }
 
-// fakeClock drives the proxy's cache and budget.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type envOptions struct {
 	nodes      int
 	guestHTTP2 bool
@@ -114,7 +98,7 @@ type env struct {
 	t     testing.TB
 	fleet *fleet.Fleet
 	loc   *mapLocator
-	clock *fakeClock
+	clock *clocktesting.FakeClock
 	proxy *envdproxy.Proxy
 	addr  string // proxy listener host:port
 	url   string // scheme://addr
@@ -142,11 +126,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	t.Cleanup(func() { _ = f.Close() })
 
-	e := &env{t: t, fleet: f, loc: &mapLocator{owners: map[string]string{}}, clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}}
+	e := &env{t: t, fleet: f, loc: &mapLocator{owners: map[string]string{}}, clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))}
 	e.loc.nodes = f.Addrs()
 	cfg := envdproxy.Config{
 		Locator: e.loc, Domain: domain, Secret: envdSecret, Token: rootToken,
-		GuestHTTP2: o.guestHTTP2, Now: e.clock.Now,
+		GuestHTTP2: o.guestHTTP2, Clock: e.clock,
 	}
 	if o.tune != nil {
 		o.tune(&cfg)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path"
 	"sync"
-	"time"
 
 	"golang.org/x/time/rate"
 
@@ -51,7 +50,7 @@ func New(cfg Config) (*Proxy, error) {
 
 // ServeHTTP places, authorizes and relays one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := p.cfg.Clock.Now()
 	line := accessLine{method: r.Method, path: r.URL.Path, proto: r.Proto}
 	rec := &recorder{ResponseWriter: w, line: &line}
 	defer func() { p.logAccess(&line, rec, start) }()

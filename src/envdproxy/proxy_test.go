@@ -277,7 +277,7 @@ func TestUnlistedIDBudget(t *testing.T) {
 
 	// 5 ms at 200/s refills exactly one ask. Concurrent requests for one
 	// unlisted id share it.
-	e.clock.Advance(5 * time.Millisecond)
+	e.clock.Step(5 * time.Millisecond)
 	mid = []int64{e.gets(0), e.gets(1), e.gets(2)}
 	var okCount sync.WaitGroup
 	results := make(chan int, 20)
@@ -326,14 +326,14 @@ func TestCacheExpiry(t *testing.T) {
 	if s := get(pub.ID, accessToken("wrong")); s != 401 {
 		t.Fatalf("wrong token %d", s)
 	}
-	e.clock.Advance(59 * time.Second)
+	e.clock.Step(59 * time.Second)
 	if s := get(pub.ID, accessToken(pub.Token)); s != 200 {
 		t.Fatalf("at 59s %d", s)
 	}
 	if d := e.gets(0) - base0; d != 1 {
 		t.Fatalf("published owner read %d times within the minute, want 1", d)
 	}
-	e.clock.Advance(2 * time.Second)
+	e.clock.Step(2 * time.Second)
 	if s := get(pub.ID, accessToken(pub.Token)); s != 200 {
 		t.Fatalf("at 61s %d", s)
 	}
@@ -351,7 +351,7 @@ func TestCacheExpiry(t *testing.T) {
 	if d := e.gets(1) - base1; d != 1 {
 		t.Fatalf("unlisted owner asked %d times within the minute, want 1", d)
 	}
-	e.clock.Advance(61 * time.Second)
+	e.clock.Step(61 * time.Second)
 	if s := get(unpub.ID, accessToken(unpub.Token)); s != 200 {
 		t.Fatalf("unlisted sandbox after a minute: %d", s)
 	}

@@ -26,7 +26,7 @@ var (
 // is asked of every node at once, inside the per-proxy budget; past the
 // budget it is errOverBudget until its node publishes it.
 func (p *Proxy) locate(ctx context.Context, id string, needClaim bool) (owner, error) {
-	now := p.cfg.Now()
+	now := p.cfg.Clock.Now()
 	addr, listed := p.cfg.Locator.Owner(id)
 	if o, ok := p.cache.get(id, now); ok && (!listed || o.addr == addr) {
 		if !needClaim || o.claim != "" {
@@ -42,7 +42,7 @@ func (p *Proxy) locate(ctx context.Context, id string, needClaim bool) (owner, e
 		})
 	}
 	o, err := p.flight.do(ctx.Done(), "ask\x00"+id, func() (owner, error) {
-		if !p.budget.AllowN(p.cfg.Now(), 1) {
+		if !p.budget.AllowN(p.cfg.Clock.Now(), 1) {
 			return owner{}, errOverBudget
 		}
 		return p.askNodes(id)
@@ -75,7 +75,7 @@ func (p *Proxy) readOwner(id, addr string) (owner, error) {
 		return owner{}, errNoClaim
 	}
 	o := p.ownerOf(addr, sb.Token)
-	p.cache.put(id, o, p.cfg.Now())
+	p.cache.put(id, o, p.cfg.Clock.Now())
 	return o, nil
 }
 
@@ -125,7 +125,7 @@ func (p *Proxy) askNodes(id string) (owner, error) {
 		if a.token != "" {
 			o = p.ownerOf(a.addr, a.token)
 		}
-		p.cache.put(id, o, p.cfg.Now())
+		p.cache.put(id, o, p.cfg.Clock.Now())
 		return o, nil
 	}
 	if failed != nil {
