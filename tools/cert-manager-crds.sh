@@ -33,7 +33,7 @@ module_info() {
 	local scratch json
 	scratch="$(mktemp -d)"
 	# Outside any module: nothing in this repository is read or changed.
-	json="$(cd "${scratch}" && GOWORK=off GOFLAGS= go mod download -json "${CERT_MANAGER_MODULE}@${CERT_MANAGER_VERSION}")"
+	json="$(cd "${scratch}" && GOWORK=off GOFLAGS='' go mod download -json "${CERT_MANAGER_MODULE}@${CERT_MANAGER_VERSION}")"
 	rm -rf "${scratch}"
 	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"${json}"
 	sed -n 's/^[[:space:]]*"Sum": "\(.*\)",\{0,1\}$/\1/p' <<<"${json}"

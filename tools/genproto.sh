@@ -38,8 +38,8 @@ fi
 # the caller's PATH.
 gobin="$(mktemp -d)"
 trap 'rm -rf "${gobin}"' EXIT
-GOBIN="${gobin}" GOFLAGS= go install "google.golang.org/protobuf/cmd/protoc-gen-go@${PROTOC_GEN_GO_VERSION}"
-GOBIN="${gobin}" GOFLAGS= go install "connectrpc.com/connect/cmd/protoc-gen-connect-go@${PROTOC_GEN_CONNECT_GO_VERSION}"
+GOBIN="${gobin}" GOFLAGS='' go install "google.golang.org/protobuf/cmd/protoc-gen-go@${PROTOC_GEN_GO_VERSION}"
+GOBIN="${gobin}" GOFLAGS='' go install "connectrpc.com/connect/cmd/protoc-gen-connect-go@${PROTOC_GEN_CONNECT_GO_VERSION}"
 
 cd "${repo_root}"
 # -I proto_dir keeps the registered file names "process/process.proto" and

@@ -55,7 +55,7 @@ trap 'chmod -R u+w "${scratch}" 2>/dev/null; rm -rf "${scratch}"' EXIT
 
 # openapi-gen at the pinned kube-openapi version.
 kube_openapi_version="$(go list -m -f '{{.Version}}' k8s.io/kube-openapi)"
-GOBIN="${scratch}/bin" GOFLAGS= go install "k8s.io/kube-openapi/cmd/openapi-gen@${kube_openapi_version}"
+GOBIN="${scratch}/bin" GOFLAGS='' go install "k8s.io/kube-openapi/cmd/openapi-gen@${kube_openapi_version}"
 
 # A tagged copy of the upstream API package (go.mod plus api/ is all the
 # generator loads from that module).
