@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/echo"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -72,8 +74,9 @@ type Config struct {
 	// ScratchRoot holds the nodes' scratch directories; default a temp
 	// directory removed by Close.
 	ScratchRoot string
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Clock is every node's wall clock (see node.Config.Clock).
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
 
 	// Publish, when set, makes every node publish its NodeInventory.
 	Publish *PublishConfig
@@ -102,6 +105,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	if cfg.NamePrefix == "" {
 		cfg.NamePrefix = "sim-node-"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.BasePort < 0 || (cfg.BasePort > 0 && cfg.BasePort+cfg.Nodes-1 > 65535) {
 		return nil, fmt.Errorf("fleet: base port %d does not fit %d nodes", cfg.BasePort, cfg.Nodes)
@@ -157,7 +163,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			EnvdHandler:        envdHandler,
 			ScratchRoot:        root,
 			Mesh:               f,
-			Now:                cfg.Now,
+			Clock:              cfg.Clock,
 			Logger:             cfg.Logger,
 		}
 		if cfg.Customize != nil {

@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -46,6 +44,7 @@ func (p *publishers) start(cfg PublishConfig, n *node.Node, logger *slog.Logger)
 		Client:       cfg.Client,
 		Interval:     cfg.Interval,
 		FieldManager: cfg.FieldManager,
+		Logger:       logger.With("node", n.Name()),
 		Source: func(context.Context) (*v1beta1.NodeInventory, error) {
 			return publisher.FromSnapshot(n.Snapshot()), nil
 		},
@@ -54,9 +53,6 @@ func (p *publishers) start(cfg PublishConfig, n *node.Node, logger *slog.Logger)
 		return fmt.Errorf("fleet: publisher for %s: %w", n.Name(), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if logger != nil {
-		ctx = klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler()).WithValues("node", n.Name()))
-	}
 	p.mu.Lock()
 	p.cancels = append(p.cancels, cancel)
 	p.mu.Unlock()

@@ -51,7 +51,7 @@ func (n *Node) createCheckpoint(c caller, id string, req sandboxd.CheckpointRequ
 			SandboxID: sb.id,
 			Key:       sb.key,
 			Tenant:    c.tenantName(),
-			CreatedAt: n.cfg.Now().UTC(),
+			CreatedAt: n.cfg.Clock.Now().UTC(),
 		},
 		seq: n.seq,
 	}

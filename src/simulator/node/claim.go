@@ -160,7 +160,7 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 
 // newSandboxLocked records a claim of vm under a fresh id and token.
 func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *claimed {
-	now := n.cfg.Now()
+	now := n.cfg.Clock.Now()
 	sb := &claimed{
 		id:             newSandboxID(),
 		token:          newToken(),

@@ -12,7 +12,7 @@ import (
 func TestWarmClaimGrantsFreshSandbox(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	n := startNode(t, cfg)
 	root := client(t, n, rootToken)
 	ctx := ctxT(t)
@@ -56,7 +56,7 @@ func TestWarmClaimGrantsFreshSandbox(t *testing.T) {
 func TestClaimLeaseClampAndBadRequests(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	n := startNode(t, cfg)
 	root := client(t, n, rootToken)
 	ctx := ctxT(t)

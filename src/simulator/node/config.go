@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -134,8 +136,11 @@ type Config struct {
 
 	// Mesh supplies the gossip view; nil is a mesh of one.
 	Mesh Mesh
-	// Now is the clock; default time.Now. Tests inject one to drive TTLs.
-	Now func() time.Time
+	// Clock is the node's wall clock: lease deadlines, idle times and the
+	// stamps of checkpoints and snapshots; nil is the real clock. Tests
+	// inject one to drive TTLs. Simulated work (refill and provisioning
+	// delays, the reap period) takes real time.
+	Clock clock.PassiveClock
 	// Logger receives operational logs; default discards. Tokens are
 	// never logged.
 	Logger *slog.Logger
@@ -166,8 +171,8 @@ func (c *Config) applyDefaults() error {
 	if c.Sizes == nil {
 		c.Sizes = sandbox.SizeTiers()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -14,7 +14,7 @@ import (
 func TestForkBoundsAndChildren(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	cfg.MaxForkCount = 4
 	n := startNode(t, cfg)
 	ctx := ctxT(t)
@@ -114,7 +114,7 @@ func TestForkDrainingNode(t *testing.T) {
 func TestCheckpointsOrderScopeAndClaim(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	n := startNode(t, cfg)
 	ctx := ctxT(t)
 	root := client(t, n, rootToken)
@@ -138,7 +138,7 @@ func TestCheckpointsOrderScopeAndClaim(t *testing.T) {
 	}
 	// Same clock tick: creation order still decides.
 	second, _ := a.Checkpoint(ctx, sb.ID, sandboxd.CheckpointRequest{Token: sb.Token, Name: "second"})
-	clock.Advance(time.Second)
+	clock.Step(time.Second)
 	byRoot, err := root.Checkpoint(ctx, sb.ID, sandboxd.CheckpointRequest{}) // operator by id
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -29,26 +30,9 @@ const (
 
 var baseKey = sandbox.PoolKey{Template: tmpl, Net: "none", Size: "small"}
 
-// fakeClock is an injectable node clock for lease tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 7, 6, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newFakeClock is an injectable node clock for lease tests.
+func newFakeClock() *clocktesting.FakeClock {
+	return clocktesting.NewFakeClock(time.Date(2026, 7, 6, 0, 0, 0, 0, time.UTC))
 }
 
 // testConfig is a node with a root token, two tenants, a warm pool of

@@ -108,7 +108,7 @@ func (n *Node) wakeLocked(sb *claimed) {
 	}
 	start := time.Now()
 	sb.hibernated = false
-	sb.lastActive = n.cfg.Now()
+	sb.lastActive = n.cfg.Clock.Now()
 	n.stats.wakes.Add(1)
 	n.stats.wakeNanos.Add(int64(time.Since(start)))
 }
@@ -125,7 +125,7 @@ func (n *Node) renew(id, bearer string, ttlSeconds int) (time.Time, *apiError) {
 		return time.Time{}, aerr
 	}
 	sb.lease = lease
-	sb.deadline = n.cfg.Now().Add(lease)
+	sb.deadline = n.cfg.Clock.Now().Add(lease)
 	n.stats.renews.Add(1)
 	return sb.deadline, nil
 }
@@ -210,7 +210,7 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 // how many it reaped. The reap loop calls it every ReapInterval; tests
 // with an injected clock call it directly.
 func (n *Node) ReapExpired() int {
-	now := n.cfg.Now()
+	now := n.cfg.Clock.Now()
 	var reaped, hibernated []*claimed
 	n.mu.Lock()
 	for _, sb := range n.sandboxes {
@@ -264,7 +264,7 @@ func (n *Node) sandboxStats(id string) (sandboxd.Stats, *apiError) {
 		CPUCount:      tier.CPUCount,
 		MemTotalBytes: tier.MemoryBytes(),
 		Hibernated:    sb.hibernated,
-		MeasuredAt:    n.cfg.Now().UTC(),
+		MeasuredAt:    n.cfg.Clock.Now().UTC(),
 	}
 	if !sb.hibernated {
 		// No VMM to read: report a stable fraction so callers see a

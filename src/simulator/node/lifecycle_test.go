@@ -87,7 +87,7 @@ func TestReleaseTokens(t *testing.T) {
 func TestHibernateWakeRenewStats(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	n := startNode(t, cfg)
 	ctx := ctxT(t)
 	root := client(t, n, rootToken)
@@ -127,7 +127,7 @@ func TestHibernateWakeRenewStats(t *testing.T) {
 	wantStatus(t, root.As("nope").Wake(ctx, cl.ID), http.StatusNotFound, sandboxd.ErrNotFound)
 
 	// Renew: explicit, default (0) and clamped; the grant is authoritative.
-	clock.Advance(10 * time.Second)
+	clock.Step(10 * time.Second)
 	for ttl, want := range map[int]time.Duration{3600: time.Hour, 0: 300 * time.Second, 100 * 3600: 24 * time.Hour, 5: 5 * time.Second} {
 		got, err := own.Renew(ctx, cl.ID, ttl)
 		if err != nil || !got.Equal(clock.Now().Add(want)) {
@@ -173,7 +173,7 @@ func TestOwnerLookup(t *testing.T) {
 func TestLeaseReaping(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	cfg.ReapInterval = time.Hour // driven by hand below
 	n := startNode(t, cfg)
 	ctx := ctxT(t)
@@ -193,11 +193,11 @@ func TestLeaseReaping(t *testing.T) {
 		t.Fatalf("a started guest must have its scratch dir %s", dir)
 	}
 
-	clock.Advance(9 * time.Second)
+	clock.Step(9 * time.Second)
 	if got := n.ReapExpired(); got != 0 {
 		t.Fatalf("reaped %d before any deadline", got)
 	}
-	clock.Advance(time.Second)
+	clock.Step(time.Second)
 	if got := n.ReapExpired(); got != 2 {
 		t.Fatalf("reaped %d at the 10s deadline, want 2 (hibernated ones too)", got)
 	}
@@ -217,28 +217,28 @@ func TestLeaseReaping(t *testing.T) {
 func TestBackgroundReaperRuns(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	cfg.ReapInterval = 5 * time.Millisecond
 	n := startNode(t, cfg)
 	root := client(t, n, rootToken)
 	if _, err := root.Claim(ctxT(t), sandboxd.ClaimRequest{Template: tmpl, TTLSeconds: 1}); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(2 * time.Second)
+	clock.Step(2 * time.Second)
 	waitFor(t, func() bool { return n.Counters().Reaps == 1 })
 }
 
 func TestIdleHibernate(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	cfg.ReapInterval = time.Hour
 	cfg.Pools = []sandboxd.PoolSpec{{Template: tmpl, Warm: 1, IdleHibernateSeconds: 30}}
 	n := startNode(t, cfg)
 	root := client(t, n, rootToken)
 	ctx := ctxT(t)
 	cl, _ := root.Claim(ctx, sandboxd.ClaimRequest{Template: tmpl})
-	clock.Advance(31 * time.Second)
+	clock.Step(31 * time.Second)
 	n.ReapExpired()
 	if row, _ := root.Sandbox(ctx, cl.ID); !row.Hibernated {
 		t.Fatal("an idle claim of an idle_hibernate pool must hibernate")
@@ -248,7 +248,7 @@ func TestIdleHibernate(t *testing.T) {
 func TestSnapshotForInventory(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig()
-	cfg.Now = clock.Now
+	cfg.Clock = clock
 	n := startNode(t, cfg)
 	ctx := ctxT(t)
 	root := client(t, n, rootToken)

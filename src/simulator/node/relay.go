@@ -88,7 +88,7 @@ func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		n.mu.Lock()
 		sb.openRelays--
-		sb.lastActive = n.cfg.Now()
+		sb.lastActive = n.cfg.Clock.Now()
 		n.mu.Unlock()
 	}()
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
@@ -63,6 +63,9 @@ type Config struct {
 	// Clock drives the publish ticker and the publishedAt stamp; the real
 	// clock when nil. Tests inject a fake one.
 	Clock clock.WithTicker
+	// Logger gets failed publishes, and each publish at debug; nil
+	// discards.
+	Logger *slog.Logger
 }
 
 // Publisher keeps one node's NodeInventory current.
@@ -73,6 +76,7 @@ type Publisher struct {
 	timeout      time.Duration
 	fieldManager string
 	clock        clock.WithTicker
+	log          *slog.Logger
 
 	mu       sync.Mutex
 	lastNode string // name of the last object applied, for Delete
@@ -95,10 +99,14 @@ func New(cfg Config) (*Publisher, error) {
 		interval:     cmp.Or(cfg.Interval, DefaultInterval),
 		fieldManager: cmp.Or(cfg.FieldManager, DefaultFieldManager),
 		clock:        cfg.Clock,
+		log:          cfg.Logger,
 	}
 	p.timeout = cmp.Or(cfg.Timeout, p.interval)
 	if p.clock == nil {
 		p.clock = clock.RealClock{}
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
 	}
 	return p, nil
 }
@@ -110,12 +118,11 @@ func New(cfg Config) (*Publisher, error) {
 // so a stopped node goes stale for readers rather than vanishing; call
 // Delete to remove it.
 func (p *Publisher) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
 	ticker := p.clock.NewTicker(p.interval)
 	defer ticker.Stop()
 	for {
 		if err := p.PublishOnce(ctx); err != nil && ctx.Err() == nil {
-			logger.Error(err, "NodeInventory publish failed; retrying on the next tick", "interval", p.interval)
+			p.log.Error("NodeInventory publish failed; retrying on the next tick", "err", err, "interval", p.interval)
 		}
 		select {
 		case <-ctx.Done():
@@ -150,8 +157,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	p.mu.Lock()
 	p.lastNode = inv.Node
 	p.mu.Unlock()
-	klog.FromContext(ctx).V(4).Info("Published NodeInventory", "node", inv.Node,
-		"pools", len(inv.Pools), "entries", len(inv.Entries))
+	p.log.Debug("published NodeInventory", "node", inv.Node, "pools", len(inv.Pools), "entries", len(inv.Entries))
 	return nil
 }
 

@@ -1,10 +1,12 @@
 package publisher_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -410,11 +412,13 @@ func TestRunKeepsPublishingAfterFailures(t *testing.T) {
 		}
 		return sampleInventory(), nil
 	}
-	p, err := publisher.New(publisher.Config{Client: srv.client(t), Source: source, Interval: interval, Clock: clk})
+	logs := &lockedBuffer{}
+	p, err := publisher.New(publisher.Config{Client: srv.client(t), Source: source, Interval: interval, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runPublisher(t, p)
+	stop := runPublisher(t, p)
 
 	srv.next(t) // first attempt: the apiserver answers 500
 	clk.waitForTicker(t)
@@ -431,6 +435,28 @@ func TestRunKeepsPublishingAfterFailures(t *testing.T) {
 	if got := sourceCalls.Load(); got != 4 {
 		t.Errorf("source called %d times, want 4 (one per tick)", got)
 	}
+	stop()
+	if got := strings.Count(logs.String(), "NodeInventory publish failed"); got != 3 || !strings.Contains(logs.String(), "sandboxd unreachable") {
+		t.Errorf("the injected logger got %d failures, want 3: %q", got, logs.String())
+	}
+}
+
+// lockedBuffer is a log sink shared with the publisher's goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestDeleteRemovesLastPublished(t *testing.T) {

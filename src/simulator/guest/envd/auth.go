@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 )
@@ -87,7 +86,7 @@ func (g *Guest) authorizeFileURL(r *http.Request, op string) error {
 	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
 		return errors.New("invalid signature")
 	}
-	if exp != nil && *exp < time.Now().Unix() {
+	if exp != nil && *exp < g.cfg.Clock.Now().Unix() {
 		return errors.New("signature has expired")
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/envd/filesystempb"
 	"github.com/cocoonstack/sandbox-operator/src/envd/filesystempb/filesystempbconnect"
@@ -100,10 +101,11 @@ func TestUsers(t *testing.T) {
 }
 
 func TestSignedFileURLs(t *testing.T) {
-	f := newFixture(t, nil)
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	f := newFixture(t, func(c *Config) { c.Clock = clk })
 	anonymous := f.client(false, "")
-	future := time.Now().Add(time.Hour).Unix()
-	past := time.Now().Add(-time.Minute).Unix()
+	future := clk.Now().Add(time.Hour).Unix()
+	past := clk.Now().Add(-time.Minute).Unix()
 
 	signed := func(path, op, user string, exp int64, sig string) string {
 		q := url.Values{"signature": {sig}}
@@ -131,9 +133,16 @@ func TestSignedFileURLs(t *testing.T) {
 	if got := download(signed("s.txt", "read", "", 0, sign("s.txt", "read", "", testToken, 0))); got != http.StatusOK {
 		t.Fatalf("signed download: %d", got)
 	}
-	if got := download(signed("s.txt", "read", "user", future, sign("s.txt", "read", "user", testToken, future))); got != http.StatusOK {
+	expiring := signed("s.txt", "read", "user", future, sign("s.txt", "read", "user", testToken, future))
+	if got := download(expiring); got != http.StatusOK {
 		t.Fatalf("signed download with user and expiration: %d", got)
 	}
+	// The same URL, once the guest's clock passes its expiration.
+	clk.SetTime(time.Unix(future+1, 0))
+	if got := download(expiring); got != http.StatusUnauthorized {
+		t.Fatalf("signed download after its expiration: %d, want 401", got)
+	}
+	clk.SetTime(time.Unix(future-3600, 0))
 
 	refused := map[string]string{
 		"expired":             signed("s.txt", "read", "", past, sign("s.txt", "read", "", testToken, past)),

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"k8s.io/utils/clock"
 )
 
 // Defaults applied by NewHandler to zero Config fields.
@@ -45,6 +47,9 @@ type Config struct {
 	// HTTP1Only turns off cleartext HTTP/2 (h2c), matching envd 0.8.0, which
 	// installs no h2c handler. The default serves both.
 	HTTP1Only bool
+	// Clock decides when a signed file URL has expired and stamps
+	// /metrics; nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // withDefaults validates c and fills its zero fields.
@@ -82,6 +87,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	envs := make(map[string]string, len(c.Envs))
 	for k, v := range c.Envs {

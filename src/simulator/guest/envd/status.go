@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"runtime"
 	"syscall"
-	"time"
 )
 
 // serveHealth is the unauthenticated liveness probe: 204, no body.
@@ -42,7 +41,7 @@ type metrics struct {
 }
 
 func (g *Guest) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	m := metrics{Timestamp: time.Now().Unix(), CPUCount: runtime.NumCPU()}
+	m := metrics{Timestamp: g.cfg.Clock.Now().Unix(), CPUCount: runtime.NumCPU()}
 	var si syscall.Sysinfo_t
 	if err := syscall.Sysinfo(&si); err == nil {
 		unit := uint64(si.Unit)
