@@ -8,11 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
@@ -24,10 +23,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(serve.SignalContext(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run is the whole program: it parses args, starts the fleet, prints one
@@ -44,7 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: opts.logLevel}))
+	logger := oplog.New(stderr, opts.logLevel)
 	for _, w := range opts.warnings() {
 		logger.Warn(w)
 	}
@@ -62,9 +58,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, n := range f.Nodes() {
 		fmt.Fprintf(stdout, "NODE %s %s\n", n.Name(), n.Addr())
 	}
-	<-ctx.Done()
-	logger.Info("shutting down")
-	if err := f.Close(); err != nil {
+	g := serve.NewGroup(ctx, logger)
+	g.Go("simulated fleet", func(ctx context.Context) error { <-ctx.Done(); return f.Close() })
+	if err := g.Wait(); err != nil {
 		fmt.Fprintf(stderr, "sandboxd-sim: shutting down: %v\n", err)
 		return exitFailure
 	}
