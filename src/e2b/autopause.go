@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -34,17 +35,17 @@ type autoPauser struct {
 	inway  sync.WaitGroup
 }
 
-func newAutoPauser(fleet Fleet, log *slog.Logger, now func() time.Time, lead, retention time.Duration,
+func newAutoPauser(f Fleet, log *slog.Logger, now func() time.Time, lead, retention time.Duration,
 	paused func(string, time.Time)) *autoPauser {
 	return &autoPauser{
-		fleet: fleet, log: log, now: now, lead: lead, retention: retention, paused: paused,
+		fleet: f, log: log, now: now, lead: lead, retention: retention, paused: paused,
 		timers: map[string]*time.Timer{},
 	}
 }
 
 // schedule (re)arms sb's pause for lead before deadline, or at once when
 // that moment has passed.
-func (a *autoPauser) schedule(sb Sandbox, deadline time.Time) {
+func (a *autoPauser) schedule(sb fleet.Sandbox, deadline time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -105,7 +106,7 @@ const pauseTimeout = 30 * time.Second
 // pause hibernates sb (already hibernated is fine: a manual pause came
 // first) and keeps it for retention. A failure is logged: the sandbox is
 // then removed at its deadline, as without autoPause.
-func (a *autoPauser) pause(sb Sandbox) {
+func (a *autoPauser) pause(sb fleet.Sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	if err := a.fleet.Pause(ctx, sb); err != nil && !errors.Is(err, sandboxd.ErrConflict) {

@@ -11,10 +11,9 @@ import (
 	"testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
-	"github.com/cocoonstack/sandbox-operator/src/e2b/e2btest"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
 // BenchmarkCreate compares one sandbox create through the e2b surface
@@ -26,11 +25,11 @@ import (
 // run outside the timer.
 func BenchmarkCreate(b *testing.B) {
 	const warm = 256
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		RootToken: rootToken, EchoPorts: []int{},
 		Pools: []sandboxd.PoolSpec{{Template: image, Net: "none", Size: "small", Warm: warm}},
 		// Every e2b create hands envd its access token (POST /init).
-		Envd: &fleet.EnvdConfig{Secret: envdSecret},
+		Envd: &simfleet.EnvdConfig{Secret: envdSecret},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -81,7 +80,7 @@ func BenchmarkCreate(b *testing.B) {
 		keys, _ := e2b.ParseAPIKeys([]byte(keyA+" bench\n"), "default")
 		aliases, _ := e2b.ParseAliases([]byte("base " + image + "\n"))
 		srv, err := e2b.NewServer(e2b.Config{Domain: domain, EnvdSecret: envdSecret, Keys: keys, Aliases: aliases},
-			&e2btest.Fleet{Addrs: f.Addrs, Token: rootToken}, slog.New(slog.DiscardHandler))
+			newFleet(b, f), slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -21,12 +22,12 @@ import (
 // token takes it here. Without this a real envd would check nothing, and a
 // signed-URL request (which the envd proxy admits without a token, leaving
 // the signature to envd) would reach files unchecked.
-func (s *Server) initEnvd(ctx context.Context, claimed Claimed, access string, env map[string]string) error {
-	node, err := s.fleet.Node(claimed.Sandbox)
+func (s *Server) initEnvd(ctx context.Context, claimed fleet.Claimed, access string, env map[string]string) error {
+	node, err := s.fleet.Client(claimed.Sandbox.NodeAddr)
 	if err != nil {
 		return err
 	}
-	relay := node.As(claimed.ClaimToken)
+	relay := node.As(claimed.Token)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
 	tr := &http.Transport{

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
-	"github.com/cocoonstack/sandbox-operator/src/e2b/e2btest"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
 const (
@@ -31,10 +32,10 @@ const (
 
 var envdSecret = []byte("e2b-test-envd-secret")
 
-// env is a simulated fleet with envd guests, the test Fleet over it, and
+// env is a simulated fleet with envd guests, the test *fleet.Fleet over it, and
 // the surface on a loopback server.
 type env struct {
-	fleet *fleet.Fleet
+	fleet *simfleet.Fleet
 	srv   *e2b.Server
 	url   string
 	http  *http.Client
@@ -57,7 +58,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.warm == 0 {
 		o.warm = 4
 	}
-	cfg := fleet.Config{
+	cfg := simfleet.Config{
 		Nodes:     2,
 		RootToken: rootToken,
 		EchoPorts: []int{},
@@ -68,11 +69,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	switch {
 	case o.tokenlessEnvd:
-		cfg.Envd = &fleet.EnvdConfig{}
+		cfg.Envd = &simfleet.EnvdConfig{}
 	case !o.noEnvd:
-		cfg.Envd = &fleet.EnvdConfig{Secret: envdSecret}
+		cfg.Envd = &simfleet.EnvdConfig{Secret: envdSecret}
 	}
-	f, err := fleet.Start(context.Background(), cfg)
+	f, err := simfleet.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 			t.Fatal(err)
 		}
 	}
-	var fl e2b.Fleet = &e2btest.Fleet{Addrs: f.Addrs, Token: rootToken}
+	var fl e2b.Fleet = newFleet(t, f)
 	if o.fleet != nil {
 		fl = o.fleet(fl)
 	}
@@ -185,7 +186,7 @@ func (e *env) do(t testing.TB, method, path, key string, body any) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: raw}
 }
 
-// created is e2b's Sandbox answer.
+// created is e2b's fleet.Sandbox answer.
 type created struct {
 	TemplateID      string  `json:"templateID"`
 	SandboxID       string  `json:"sandboxID"`
@@ -298,3 +299,22 @@ func (e *env) envdGet(t testing.TB, id, access, path string) response {
 }
 
 func derived(token string) string { return envdtoken.Derive(envdSecret, token) }
+
+// newFleet is the fleet core over a mesh view of the simulated nodes, as
+// sandbox-e2b builds it.
+func newFleet(t testing.TB, f *simfleet.Fleet) *fleet.Fleet {
+	t.Helper()
+	m, err := mesh.New(mesh.Config{Seeds: f.Addrs(), Token: rootToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	core, err := fleet.New(fleet.Config{View: m, Token: rootToken, FollowRedirects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(core.Wait)
+	return core
+}

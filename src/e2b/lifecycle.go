@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -16,7 +17,7 @@ const maxRefreshSeconds = 3600
 // renew sets the sandbox's lease to ttl seconds from now on its node,
 // keeps the metadata for as long, and moves an autoPause sandbox's pause
 // to the new timeout.
-func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb Sandbox, ttl int) bool {
+func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb fleet.Sandbox, ttl int) bool {
 	deadline, err := s.fleet.Renew(r.Context(), sb, ttl)
 	if err != nil {
 		s.fleetError(w, err, "renew")
@@ -199,14 +200,14 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
 // that was not created through this surface (kubectl, another replica's
 // secret rotation) may hold none yet, and an envd without one would check
 // neither tokens nor signed URLs.
-func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb Sandbox, status int) {
-	claimToken, err := s.claimToken(r, sb)
+func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb fleet.Sandbox, status int) {
+	claimToken, err := s.fleet.Token(r.Context(), sb)
 	if err != nil {
 		s.fleetError(w, err, "read the sandbox's token")
 		return
 	}
 	access := envdtoken.Derive(s.cfg.EnvdSecret, claimToken)
-	if err := s.initEnvd(r.Context(), Claimed{Sandbox: sb, ClaimToken: claimToken}, access, nil); err != nil {
+	if err := s.initEnvd(r.Context(), fleet.Claimed{Sandbox: sb, Token: claimToken}, access, nil); err != nil {
 		s.log.Warn("e2b connect: initializing envd failed", "sandbox", sb.ID, "err", err)
 		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized")
 		return
@@ -218,26 +219,6 @@ func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb Sand
 	writeJSON(w, status, s.sandboxResponse(sb, s.aliasFor(sb.Key, recp), access))
 }
 
-// errNoClaimToken is a node that answered the per-id read without the
-// sandbox's token: the fleet token is not the node's root api_token.
-var errNoClaimToken = errors.New("the node did not return the sandbox's token; the fleet sandboxd token must be the nodes' root api_token")
-
-// claimToken reads the sandbox's own sandboxd token from its node.
-func (s *Server) claimToken(r *http.Request, sb Sandbox) (string, error) {
-	cl, err := s.fleet.Node(sb)
-	if err != nil {
-		return "", err
-	}
-	row, err := cl.Sandbox(r.Context(), sb.ID)
-	if err != nil {
-		return "", err
-	}
-	if row.Token == "" {
-		return "", errNoClaimToken
-	}
-	return row.Token, nil
-}
-
 // metrics is GET /sandboxes/{id}/metrics: one point, the node's current
 // reading. sandboxd measures no CPU or disk use, so those are 0.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c caller) {
@@ -245,7 +226,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c caller) {
 	if !ok {
 		return
 	}
-	cl, err := s.fleet.Node(sb)
+	cl, err := s.fleet.Client(sb.NodeAddr)
 	if err != nil {
 		s.fleetError(w, err, "read metrics")
 		return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -55,14 +56,14 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 
-	claimed, err := s.fleet.Claim(r.Context(), ClaimRequest{
-		Namespace: c.namespace, Name: claimName(), Key: key, TTLSeconds: ttl,
+	claimed, err := s.fleet.Claim(r.Context(), fleet.ClaimRequest{
+		Ref: sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, Key: key, TTLSeconds: ttl,
 	})
 	if err != nil {
 		s.fleetError(w, err, "claim")
 		return
 	}
-	access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.ClaimToken)
+	access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.Token)
 	if err := s.initEnvd(r.Context(), claimed, access, req.EnvVars); err != nil {
 		s.log.Warn("e2b create: initializing envd failed; releasing the sandbox", "sandbox", claimed.ID, "err", err)
 		s.releaseQuietly(claimed.Sandbox)
@@ -149,7 +150,7 @@ func (s *Server) aliasFor(key sandbox.PoolKey, rec *record) string {
 	return found[0]
 }
 
-func (s *Server) sandboxResponse(sb Sandbox, alias, access string) sandboxResponse {
+func (s *Server) sandboxResponse(sb fleet.Sandbox, alias, access string) sandboxResponse {
 	return sandboxResponse{
 		TemplateID: sb.Key.Template, SandboxID: dnsID(sb.ID), Alias: alias, ClientID: clientID,
 		EnvdVersion: s.cfg.EnvdVersion, EnvdAccessToken: access, Domain: s.cfg.Domain,
@@ -158,10 +159,10 @@ func (s *Server) sandboxResponse(sb Sandbox, alias, access string) sandboxRespon
 
 // releaseQuietly releases a sandbox the surface is abandoning, on its own
 // deadline so a canceled request still cleans up.
-func (s *Server) releaseQuietly(sb Sandbox) {
+func (s *Server) releaseQuietly(sb fleet.Sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.InitTimeout)
 	defer cancel()
-	if err := s.fleet.Release(ctx, sb); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, sandboxd.ErrNotFound) {
+	if err := s.fleet.Release(ctx, sb); err != nil && !errors.Is(err, fleet.ErrNotFound) && !errors.Is(err, sandboxd.ErrNotFound) {
 		s.log.Error("e2b: could not release an abandoned sandbox; its lease will reap it", "sandbox", sb.ID, "err", err)
 	}
 	s.tracked.drop(sb.ID)
@@ -169,7 +170,7 @@ func (s *Server) releaseQuietly(sb Sandbox) {
 }
 
 // listed renders a sandbox for a list or get.
-func (s *Server) listed(sb Sandbox) listedSandbox {
+func (s *Server) listed(sb fleet.Sandbox) listedSandbox {
 	var recp *record
 	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
 		recp = &rec
@@ -434,7 +435,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	// The node knows the sandbox's real size; a failed read keeps the
 	// size table's figures rather than failing the read.
-	if cl, err := s.fleet.Node(sb); err == nil {
+	if cl, err := s.fleet.Client(sb.NodeAddr); err == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		if st, err := cl.Stats(ctx, sb.ID); err == nil && st.CPUCount > 0 {
 			d.CPUCount, d.MemoryMB = st.CPUCount, int(st.MemTotalBytes>>20)
@@ -450,7 +451,7 @@ func (s *Server) killSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	if err := s.fleet.Release(r.Context(), sb); err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, sandboxd.ErrNotFound) {
+		if errors.Is(err, fleet.ErrNotFound) || errors.Is(err, sandboxd.ErrNotFound) {
 			s.tracked.drop(sb.ID)
 		}
 		s.fleetError(w, err, "kill")

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -33,14 +34,6 @@ const (
 	claimNamePrefix = "e2b-"
 )
 
-// NodeLister is implemented by a Fleet that can reach every live node. The
-// snapshot list and delete need it, because a checkpoint outlives the
-// sandbox it was taken from; without it they answer 501.
-type NodeLister interface {
-	// Nodes returns a client, carrying the fleet token, for every live node.
-	Nodes(ctx context.Context) ([]*sandboxd.Client, error)
-}
-
 // Server serves e2b's control REST API over a Fleet. It is an http.Handler.
 type Server struct {
 	cfg     Config
@@ -54,9 +47,9 @@ type Server struct {
 var _ http.Handler = (*Server)(nil)
 
 // NewServer builds the surface.
-func NewServer(cfg Config, fleet Fleet, logger *slog.Logger) (*Server, error) {
-	if fleet == nil {
-		return nil, errors.New("e2b: a Fleet is required")
+func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
+	if f == nil {
+		return nil, errors.New("e2b: a fleet is required")
 	}
 	if logger != nil {
 		cfg.Logger = logger
@@ -65,8 +58,8 @@ func NewServer(cfg Config, fleet Fleet, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, fleet: fleet, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Now)}
-	s.pauser = newAutoPauser(fleet, cfg.Logger, cfg.Now, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
+	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Now)}
+	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Now, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.serveHealth)
 
@@ -139,17 +132,17 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 
 // lookup finds the path's sandbox in the caller's namespace; an id that is
 // malformed, unknown or another namespace's is the same 404.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request, c caller) (Sandbox, bool) {
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, c caller) (fleet.Sandbox, bool) {
 	raw := r.PathValue("sandboxID")
 	id, ok := sandbox.CanonicalID(raw)
 	if !ok {
 		writeNotFound(w)
-		return Sandbox{}, false
+		return fleet.Sandbox{}, false
 	}
-	sb, err := s.fleet.Get(r.Context(), c.namespace, id)
+	sb, err := s.fleet.Find(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "get")
-		return Sandbox{}, false
+		return fleet.Sandbox{}, false
 	}
 	return sb, true
 }
@@ -210,11 +203,13 @@ func writeNotFound(w http.ResponseWriter) {
 func (s *Server) fleetError(w http.ResponseWriter, err error, op string) {
 	var apiErr *sandboxd.APIError
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, sandboxd.ErrNotFound):
+	case errors.Is(err, fleet.ErrNotFound), errors.Is(err, sandboxd.ErrNotFound):
 		writeNotFound(w)
 	case errors.Is(err, sandboxd.ErrCapacity):
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSeconds))
 		writeError(w, http.StatusTooManyRequests, "no warm sandbox is available for this template now; retry later")
+	case errors.Is(err, fleet.ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, sandboxd.ErrBadRequest):
 		msg := "the request was refused as invalid"
 		if errors.As(err, &apiErr) && apiErr.Message != "" {

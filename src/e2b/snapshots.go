@@ -56,7 +56,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller
 	if !ok {
 		return
 	}
-	cl, err := s.fleet.Node(sb)
+	cl, err := s.fleet.Client(sb.NodeAddr)
 	if err != nil {
 		s.fleetError(w, err, "snapshot")
 		return
@@ -74,12 +74,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller
 // newest first. ok is false (and the answer written) when the fleet
 // cannot enumerate nodes or a node fails.
 func (s *Server) namespaceCheckpoints(w http.ResponseWriter, ctx context.Context, namespace string) ([]sandboxd.Checkpoint, bool) {
-	nl, ok := s.fleet.(NodeLister)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "this deployment cannot list snapshots")
-		return nil, false
-	}
-	nodes, err := nl.Nodes(ctx)
+	nodes, err := s.fleet.Nodes()
 	if err != nil {
 		s.fleetError(w, err, "list snapshots")
 		return nil, false
@@ -166,12 +161,7 @@ func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, http.StatusNotFound, "snapshot not found")
 		return
 	}
-	nl, ok := s.fleet.(NodeLister)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "this deployment cannot delete snapshots")
-		return
-	}
-	nodes, err := nl.Nodes(r.Context())
+	nodes, err := s.fleet.Nodes()
 	if err != nil {
 		s.fleetError(w, err, "delete snapshot")
 		return

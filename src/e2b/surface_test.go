@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -328,10 +329,10 @@ func TestDrainedPoolIs429(t *testing.T) {
 type recordingFleet struct {
 	e2b.Fleet
 	mu     sync.Mutex
-	claims []e2b.ClaimRequest
+	claims []fleet.ClaimRequest
 }
 
-func (f *recordingFleet) Claim(ctx context.Context, req e2b.ClaimRequest) (e2b.Claimed, error) {
+func (f *recordingFleet) Claim(ctx context.Context, req fleet.ClaimRequest) (fleet.Claimed, error) {
 	f.mu.Lock()
 	f.claims = append(f.claims, req)
 	f.mu.Unlock()
@@ -352,12 +353,12 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 	}
 	e.do(t, http.MethodPost, "/v2/sandboxes", keyDef, `{"templateID":"base","allow_internet_access":true}`)
 
-	want := []e2b.ClaimRequest{
-		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
-		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42},
-		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
-		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
-		{Namespace: "default", Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
+	want := []fleet.ClaimRequest{
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -366,11 +367,11 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 	}
 	names := map[string]bool{}
 	for i, got := range rec.claims {
-		if !strings.HasPrefix(got.Name, "e2b-") || names[got.Name] || len(got.Name) > 63 {
-			t.Errorf("claim name %q is not a fresh e2b-… DNS label", got.Name)
+		if !strings.HasPrefix(got.Ref.Name, "e2b-") || names[got.Ref.Name] || len(got.Ref.Name) > 63 {
+			t.Errorf("claim name %q is not a fresh e2b-… DNS label", got.Ref.Name)
 		}
-		names[got.Name] = true
-		got.Name = ""
+		names[got.Ref.Name] = true
+		got.Ref.Name = ""
 		if got != want[i] {
 			t.Errorf("claim %d = %+v, want %+v", i, got, want[i])
 		}
@@ -575,14 +576,14 @@ type failingFleet struct {
 	err error
 }
 
-func (f failingFleet) List(context.Context, string) ([]e2b.Sandbox, error) { return nil, f.err }
+func (f failingFleet) List(context.Context, string) ([]fleet.Sandbox, error) { return nil, f.err }
 
 func TestFleetFailuresMapToStatus(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want int
 	}{
-		{e2b.ErrNotFound, http.StatusNotFound},
+		{fleet.ErrNotFound, http.StatusNotFound},
 		{fmt.Errorf("x: %w", sandboxd.ErrCapacity), http.StatusTooManyRequests},
 		{&sandboxd.APIError{Status: 400, Message: "bad key"}, http.StatusBadRequest},
 		{&sandboxd.APIError{Status: 409, Message: "busy"}, http.StatusConflict},

@@ -9,9 +9,10 @@
 // seeds are retried forever, learned members until they have been silent
 // and unnamed by every peer for Config.ForgetAfter.
 //
-// *Mesh implements e2b.Fleet (claims with the sandboxd redirect protocol,
-// lists and lookups across every node, lifecycle verbs on the owner) and
-// Mesh.Locator returns the envdproxy.Locator of the same view. Sandboxes
+// *Mesh is a fleet.View (the nodes and their warm counts, lists and
+// lookups across every node) and a fleet.Recorder; the fleet core makes
+// the claims and runs the verbs over it. Mesh.Locator returns the
+// envdproxy.Locator of the same view. Sandboxes
 // are scoped to namespaces by their claim reference, "<namespace>/<name>",
 // exactly as the Kubernetes front records them.
 package mesh

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -172,4 +173,19 @@ func sorted(s ...string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// newCore is the fleet core over view, as sandbox-e2b builds it.
+func newCore(t *testing.T, view fleet.View) *fleet.Fleet {
+	t.Helper()
+	core, err := fleet.New(fleet.Config{View: view, Token: rootToken, FollowRedirects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(core.Wait)
+	return core
+}
+
+func claimReq(name string, ttl int) fleet.ClaimRequest {
+	return fleet.ClaimRequest{Ref: sandbox.ClaimRef{Namespace: "ns", Name: name}, Key: baseKey, TTLSeconds: ttl}
 }

@@ -44,8 +44,6 @@ type Config struct {
 	ForgetAfter time.Duration
 	// MaxNodes bounds how many addresses the view holds.
 	MaxNodes int
-	// Entry chooses where a claim enters the mesh; default EntryWarmFirst.
-	Entry EntryPolicy
 	// HTTPClient replaces the sandboxd client's shared transport, e.g. for
 	// TLS settings towards https nodes.
 	HTTPClient *http.Client
@@ -56,20 +54,6 @@ type Config struct {
 	Now func() time.Time
 }
 
-// EntryPolicy chooses the node a claim is sent to first.
-type EntryPolicy int
-
-const (
-	// EntryWarmFirst sends a claim to a node the view says holds warm VMs
-	// for the key (two random candidates, the warmer first), then to the
-	// other live nodes. A stale view costs one sandboxd redirect.
-	EntryWarmFirst EntryPolicy = iota
-	// EntryRoundRobin enters the live nodes in turn whatever their warm
-	// counts, leaving placement to sandboxd's own redirects. It exists so
-	// demos and tests exercise the redirect path on purpose.
-	EntryRoundRobin
-)
-
 // Mesh is the view of a sandboxd mesh. It is safe for concurrent use.
 type Mesh struct {
 	cfg    Config
@@ -79,7 +63,6 @@ type Mesh struct {
 	mu    sync.RWMutex
 	nodes map[string]*nodeState
 	index map[string]indexEntry // canonical sandbox id → where it lives
-	rr    uint64                // EntryRoundRobin cursor
 
 	refreshMu sync.Mutex // one refresh at a time
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/fleet/fleettest"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -136,8 +137,9 @@ func TestClaimPrefersWarmNodes(t *testing.T) {
 	c := startCluster(t, 0, 3, 0)
 	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0)}})
 	refresh(t, m)
+	core := newCore(t, m)
 	for i := range 3 {
-		cl, err := m.Claim(context.Background(), e2b.ClaimRequest{Namespace: "ns", Name: "w" + string(rune('0'+i)), Key: baseKey})
+		cl, err := core.Claim(context.Background(), claimReq("w"+string(rune('0'+i)), 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,37 +154,50 @@ func TestClaimPrefersWarmNodes(t *testing.T) {
 	}
 }
 
+// staleView is the mesh as it looked before node 1's warm VMs went:
+// it still counts them, so the core enters there and node 1 redirects.
+type staleView struct {
+	*mesh.Mesh
+	warmAt string
+}
+
+func (v staleView) Nodes() []fleet.Node {
+	nodes := v.Mesh.Nodes()
+	for i := range nodes {
+		nodes[i].Warm = map[sandbox.PoolKey]int{baseKey: 0}
+		if nodes[i].Addr == v.warmAt {
+			nodes[i].Warm[baseKey] = 4
+		}
+	}
+	return nodes
+}
+
 func TestClaimFollowsRedirect(t *testing.T) {
 	c := startCluster(t, 0, 4)
-	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0), c.addr(1)}, Entry: mesh.EntryRoundRobin})
+	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0), c.addr(1)}})
 	refresh(t, m)
+	core := newCore(t, staleView{Mesh: m, warmAt: c.addr(0)})
 	ctx := context.Background()
-	var claims []e2b.Claimed
+	var claims []fleet.Claimed
 	for _, name := range []string{"r1", "r2"} {
-		cl, err := m.Claim(ctx, e2b.ClaimRequest{Namespace: "ns", Name: name, Key: baseKey, TTLSeconds: 600})
+		cl, err := core.Claim(ctx, claimReq(name, 600))
 		if err != nil {
 			t.Fatal(err)
 		}
 		claims = append(claims, cl)
 	}
-	// Round robin entered each node once; the cold one redirected.
-	if r := c.node(0).Counters().Redirects; r != 1 {
-		t.Fatalf("cold node redirected %d claims, want 1", r)
+	// The view sent both claims to the cold node, which redirected them.
+	if r := c.node(0).Counters().Redirects; r != 2 {
+		t.Fatalf("cold node redirected %d claims, want 2", r)
 	}
 	for _, cl := range claims {
-		if cl.NodeAddr != c.addr(1) {
-			t.Errorf("claim %s owned by %s, want the warm node", cl.Name, cl.NodeAddr)
-		}
-		if !sandbox.ValidID(cl.ID) || cl.ID[:3] != sandbox.IDPrefix || cl.ClaimToken == "" {
-			t.Errorf("claimed %+v", cl.Sandbox)
-		}
-		if d := time.Until(cl.Deadline); d < 9*time.Minute || d > 11*time.Minute {
-			t.Errorf("deadline %v away, want about the 600 s asked", d)
+		if cl.NodeAddr != c.addr(1) || cl.Node != c.addr(1) {
+			t.Errorf("claim %s owned by %s (%s), want the warm node", cl.Name, cl.NodeAddr, cl.Node)
 		}
 		// The owner's index records the claim reference.
-		got, err := m.Get(ctx, "ns", cl.ID)
+		got, err := m.Find(ctx, "ns", cl.ID)
 		if err != nil || got.Name != cl.Name || got.NodeAddr != c.addr(1) {
-			t.Errorf("Get(%s) = %+v, %v", cl.ID, got, err)
+			t.Errorf("Find(%s) = %+v, %v", cl.ID, got, err)
 		}
 	}
 }
@@ -193,7 +208,8 @@ func TestClaimSkipsDeadNodeAndReportsCapacity(t *testing.T) {
 	refresh(t, m)
 	c.stop(0)
 	ctx := context.Background()
-	cl, err := m.Claim(ctx, e2b.ClaimRequest{Namespace: "ns", Name: "x", Key: baseKey})
+	core := newCore(t, m)
+	cl, err := core.Claim(ctx, claimReq("x", 0))
 	if err != nil {
 		t.Fatalf("claim with a dead node in the view: %v", err)
 	}
@@ -208,7 +224,7 @@ func TestClaimSkipsDeadNodeAndReportsCapacity(t *testing.T) {
 	if _, err := n1.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Claim(ctx, e2b.ClaimRequest{Namespace: "ns", Name: "y", Key: baseKey})
+	_, err = core.Claim(ctx, claimReq("y", 0))
 	if !errors.Is(err, sandboxd.ErrCapacity) {
 		t.Fatalf("claim on a drained fleet: %v, want sandboxd.ErrCapacity", err)
 	}
@@ -222,22 +238,22 @@ func TestGetFindsOwnerAndScopesNamespace(t *testing.T) {
 	ctx := context.Background()
 	dns, _ := sandbox.DNSID(cl.ID)
 	for _, id := range []string{cl.ID, dns} {
-		sb, err := m.Get(ctx, "team-a", id)
+		sb, err := m.Find(ctx, "team-a", id)
 		if err != nil {
-			t.Fatalf("Get(%s): %v", id, err)
+			t.Fatalf("Find(%s): %v", id, err)
 		}
 		if sb.ID != cl.ID || sb.NodeAddr != c.addr(2) || sb.Name != "owned" || sb.Namespace != "team-a" {
-			t.Errorf("Get(%s) = %+v", id, sb)
+			t.Errorf("Find(%s) = %+v", id, sb)
 		}
 	}
-	if _, err := m.Get(ctx, "team-b", cl.ID); !errors.Is(err, e2b.ErrNotFound) {
-		t.Errorf("Get from another namespace: %v, want e2b.ErrNotFound", err)
+	if _, err := m.Find(ctx, "team-b", cl.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("Find from another namespace: %v, want fleet.ErrNotFound", err)
 	}
-	if _, err := m.Get(ctx, "team-a", "sb_doesnotexist"); !errors.Is(err, e2b.ErrNotFound) {
-		t.Errorf("Get of an unknown id: %v, want e2b.ErrNotFound", err)
+	if _, err := m.Find(ctx, "team-a", "sb_doesnotexist"); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("Find of an unknown id: %v, want fleet.ErrNotFound", err)
 	}
-	if _, err := m.Get(ctx, "team-a", "not-an-id"); !errors.Is(err, e2b.ErrNotFound) {
-		t.Errorf("Get of a malformed id: %v, want e2b.ErrNotFound", err)
+	if _, err := m.Find(ctx, "team-a", "not-an-id"); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("Find of a malformed id: %v, want fleet.ErrNotFound", err)
 	}
 
 	refresh(t, m)
@@ -264,72 +280,12 @@ func TestLocatorSeesClaimBeforeRefresh(t *testing.T) {
 	c := startCluster(t, 2)
 	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0)}})
 	refresh(t, m)
-	cl, err := m.Claim(context.Background(), e2b.ClaimRequest{Namespace: "ns", Name: "fresh", Key: baseKey})
+	cl, err := newCore(t, m).Claim(context.Background(), claimReq("fresh", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if addr, ok := m.Locator("ns").Owner(cl.ID); !ok || addr != c.addr(0) {
 		t.Errorf("Owner of a claim made through the mesh = %q, %v", addr, ok)
-	}
-}
-
-func TestLifecycleVerbs(t *testing.T) {
-	c := startCluster(t, 1, 1)
-	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0)}})
-	refresh(t, m)
-	ctx := context.Background()
-	cl, err := m.Claim(ctx, e2b.ClaimRequest{Namespace: "ns", Name: "life", Key: baseKey, TTLSeconds: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := cl.Sandbox
-	if err := m.Pause(ctx, sb); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := m.Get(ctx, "ns", sb.ID); err != nil || !got.Paused {
-		t.Fatalf("after Pause: %+v, %v", got, err)
-	}
-	if err := m.Resume(ctx, sb); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := m.Get(ctx, "ns", sb.ID); err != nil || got.Paused {
-		t.Fatalf("after Resume: %+v, %v", got, err)
-	}
-	deadline, err := m.Renew(ctx, sb, 3600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Until(deadline); d < 50*time.Minute {
-		t.Errorf("renewed deadline only %v away", d)
-	}
-	if nc, err := m.Node(sb); err != nil || nc.Addr() != sb.NodeAddr {
-		t.Fatalf("Node = %v, %v", nc, err)
-	}
-	if err := m.Release(ctx, sb); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Get(ctx, "ns", sb.ID); !errors.Is(err, e2b.ErrNotFound) {
-		t.Fatalf("Get after Release: %v", err)
-	}
-	if err := m.Release(ctx, sb); !errors.Is(err, e2b.ErrNotFound) {
-		t.Fatalf("second Release: %v, want e2b.ErrNotFound", err)
-	}
-	if err := m.Pause(ctx, sb); !errors.Is(err, e2b.ErrNotFound) {
-		t.Fatalf("Pause after Release: %v, want e2b.ErrNotFound", err)
-	}
-}
-
-func TestClaimRejectsBadNamespace(t *testing.T) {
-	c := startCluster(t, 1)
-	m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0)}})
-	for _, req := range []e2b.ClaimRequest{
-		{Namespace: "", Name: "x", Key: baseKey},
-		{Namespace: "a/b", Name: "x", Key: baseKey},
-		{Namespace: "a", Name: "", Key: baseKey},
-	} {
-		if _, err := m.Claim(context.Background(), req); err == nil {
-			t.Errorf("Claim(%+v) succeeded", req)
-		}
 	}
 }
 
@@ -342,11 +298,35 @@ func TestNewNeedsSeeds(t *testing.T) {
 	}
 }
 
-func idsOf(sbs []e2b.Sandbox) []string {
+func idsOf(sbs []fleet.Sandbox) []string {
 	out := make([]string, 0, len(sbs))
 	for _, sb := range sbs {
 		out = append(out, sb.ID)
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestConformance(t *testing.T) {
+	fleettest.Run(t, func(t *testing.T, spec fleettest.Spec) fleettest.Harness {
+		warm := make([]int, spec.Nodes)
+		for i := range warm {
+			warm[i] = spec.Warm
+		}
+		c := startCluster(t, warm...)
+		m := newMesh(t, mesh.Config{Seeds: []string{c.addr(0)}})
+		refresh(t, m)
+		core, err := fleet.New(fleet.Config{View: m, Token: rootToken, FollowRedirects: true, Rand: spec.Rand})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(core.Wait)
+		return fleettest.Harness{Fleet: core, Key: baseKey, Owners: func() map[string]int {
+			owners, err := fleettest.CountOwners(context.Background(), c.addrs, rootToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return owners
+		}}
+	})
 }

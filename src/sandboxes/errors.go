@@ -6,9 +6,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/klog/v2"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -24,7 +24,9 @@ func (s *Service) statusError(err error, op, name string) error {
 	var apiErr *sandboxd.APIError
 	isAPI := errors.As(err, &apiErr)
 	switch {
-	case errors.Is(err, sandboxd.ErrNotFound):
+	case errors.Is(err, fleet.ErrInvalid):
+		return apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, sandboxd.ErrNotFound), errors.Is(err, fleet.ErrNotFound):
 		return apierrors.NewNotFound(Resource, name)
 	case errors.Is(err, sandboxd.ErrBadRequest) && isAPI:
 		// The node's own reason ("count must be 1-16", "invalid checkpoint
@@ -35,7 +37,7 @@ func (s *Service) statusError(err error, op, name string) error {
 	case errors.Is(err, sandboxd.ErrCapacity):
 		return apierrors.NewTooManyRequests("the sandbox's node has no capacity for "+op+" now", s.cfg.RetryAfterSeconds)
 	}
-	klog.ErrorS(err, "sandboxd call failed", "op", op, "sandbox", name)
+	s.cfg.Logger.Error("sandboxd call failed", "op", op, "sandbox", name, "err", err)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("the sandbox's node did not answer "+op+" in time", s.cfg.RetryAfterSeconds)

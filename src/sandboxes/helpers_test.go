@@ -10,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
+	"github.com/cocoonstack/sandbox-operator/src/fleet/fleettest"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -177,4 +178,21 @@ func storeOnly(t *testing.T, cfg Config) (*Service, *inventorytest.Harness, *clo
 	go func() { defer close(done); svc.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
 	return svc, h, clk
+}
+
+func TestConformance(t *testing.T) {
+	fleettest.Run(t, func(t *testing.T, spec fleettest.Spec) fleettest.Harness {
+		warm := make([]int, spec.Nodes)
+		for i := range warm {
+			warm[i] = spec.Warm
+		}
+		e := newEnv(t, envOptions{nodes: spec.Nodes, warm: warm, cfg: Config{Rand: spec.Rand}})
+		return fleettest.Harness{Fleet: e.svc.Fleet(), Key: baseKey, Owners: func() map[string]int {
+			owners, err := fleettest.CountOwners(context.Background(), e.fleet.Addrs(), rootToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return owners
+		}}
+	})
 }

@@ -2,6 +2,7 @@ package sandboxes
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestPoolKeyFor(t *testing.T) {
 }
 
 func TestStatusError(t *testing.T) {
-	svc := &Service{cfg: Config{RetryAfterSeconds: 3}}
+	svc := &Service{cfg: Config{RetryAfterSeconds: 3, Logger: slog.New(slog.DiscardHandler)}}
 	api := func(status int, msg string) error {
 		return &sandboxd.APIError{Status: status, Message: msg, Op: "POST /v1/x"}
 	}

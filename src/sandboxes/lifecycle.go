@@ -1,7 +1,6 @@
 package sandboxes
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,21 +11,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
-	"github.com/cocoonstack/sandbox-operator/src/inventory"
-	"github.com/cocoonstack/sandbox-operator/src/sandbox"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 )
-
-// call runs fn against the sandbox's node within NodeTimeout.
-func (s *Service) call(ctx context.Context, v *view, fn func(context.Context, *sandboxd.Client) error) error {
-	cl, err := s.client(v.entry.Address)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.NodeTimeout)
-	defer cancel()
-	return fn(ctx, cl)
-}
 
 // Delete implements registry.Backend. A sandbox its node no longer knows
 // (reaped at its deadline, or released by someone else) answers NotFound,
@@ -37,8 +23,8 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 	if err != nil {
 		return nil, err
 	}
-	err = s.call(ctx, &cur, func(ctx context.Context, cl *sandboxd.Client) error { return cl.Release(ctx, cur.entry.ID) })
-	if err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+	err = s.fleet.Release(ctx, sandboxOf(&cur.entry))
+	if err != nil && !errors.Is(err, fleet.ErrNotFound) {
 		return nil, s.statusError(err, "release", name)
 	}
 	last := s.remember(cur, true)
@@ -50,21 +36,21 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 
 // Pause implements registry.Backend (sandboxd hibernate, idempotent).
 func (s *Service) Pause(ctx context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
-	return s.transition(ctx, namespace, name, "hibernate", v1beta1.SandboxPhaseHibernated, (*sandboxd.Client).Hibernate)
+	return s.transition(ctx, namespace, name, "hibernate", v1beta1.SandboxPhaseHibernated, s.fleet.Pause)
 }
 
 // Resume implements registry.Backend (sandboxd wake, idempotent).
 func (s *Service) Resume(ctx context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
-	return s.transition(ctx, namespace, name, "wake", v1beta1.SandboxPhaseRunning, (*sandboxd.Client).Wake)
+	return s.transition(ctx, namespace, name, "wake", v1beta1.SandboxPhaseRunning, s.fleet.Resume)
 }
 
 func (s *Service) transition(ctx context.Context, namespace, name, op string, phase v1beta1.SandboxPhase,
-	verb func(*sandboxd.Client, context.Context, string) error) (*agentsv1beta1.Sandbox, error) {
+	verb func(context.Context, fleet.Sandbox) error) (*agentsv1beta1.Sandbox, error) {
 	cur, err := s.locate(namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.call(ctx, &cur, func(ctx context.Context, cl *sandboxd.Client) error { return verb(cl, ctx, cur.entry.ID) }); err != nil {
+	if err := verb(ctx, sandboxOf(&cur.entry)); err != nil {
 		return nil, s.statusError(err, op, name)
 	}
 	cur.entry.Phase = phase
@@ -81,41 +67,13 @@ func (s *Service) Fork(ctx context.Context, namespace, name string, count int, t
 	if err != nil {
 		return nil, err
 	}
-	parentRef := sandbox.ClaimRef{Namespace: namespace, Name: name}
-	if err := sandbox.CheckFork(parentRef, parent.entry.ID, count); err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	prefix := sandbox.ForkPrefix(parentRef)
-	var children []sandboxd.Claim
-	err = s.call(ctx, &parent, func(ctx context.Context, cl *sandboxd.Client) error {
-		var err error
-		children, err = cl.Fork(ctx, parent.entry.ID, sandboxd.ForkRequest{
-			Count: count, TTLSeconds: int(min(ttlSeconds, maxTTLSeconds)), ClaimRefPrefix: prefix,
-		})
-		return err
-	})
+	children, err := s.fleet.Fork(ctx, sandboxOf(&parent.entry), count, int(min(ttlSeconds, maxTTLSeconds)))
 	if err != nil {
 		return nil, s.statusError(err, "fork", name)
 	}
-	now := s.cfg.Clock.Now()
 	out := make([]agentsv1beta1.Sandbox, 0, len(children))
 	for _, c := range children {
-		ref := prefix + c.ID
-		childRef, ok := sandbox.ParseClaimRef(ref)
-		id, idOK := sandbox.CanonicalID(c.ID)
-		if !ok || !idOK {
-			// The node named a child no Sandbox can carry; it still exists
-			// under its claim ref and expires with its lease.
-			continue
-		}
-		dns, _ := sandbox.DNSID(id)
-		e := inventory.Entry{
-			Node: parent.entry.Node, Address: cmp.Or(c.OwnerAddr, parent.entry.Address),
-			Name: ref, Phase: v1beta1.SandboxPhaseRunning, ID: id, DNSID: dns, ClaimRef: ref,
-			Template: parent.entry.Template, Deadline: c.Deadline, ClaimedAt: now,
-			Namespace: childRef.Namespace, ObjectName: childRef.Name,
-		}
-		out = append(out, *s.remember(view{entry: e}, false))
+		out = append(out, *s.remember(view{entry: entryOf(c.Sandbox)}, false))
 	}
 	return out, nil
 }
@@ -126,12 +84,7 @@ func (s *Service) Snapshot(ctx context.Context, namespace, name, snapshotName st
 	if err != nil {
 		return nil, err
 	}
-	var ck *sandboxd.Checkpoint
-	err = s.call(ctx, &cur, func(ctx context.Context, cl *sandboxd.Client) error {
-		var err error
-		ck, err = cl.Checkpoint(ctx, cur.entry.ID, sandboxd.CheckpointRequest{Name: snapshotName})
-		return err
-	})
+	ck, err := s.fleet.Checkpoint(ctx, sandboxOf(&cur.entry), snapshotName)
 	if err != nil {
 		return nil, s.statusError(err, "checkpoint", name)
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,9 +17,9 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 var _ registry.Backend = (*Service)(nil)
@@ -38,6 +40,7 @@ const (
 type Inventory interface {
 	Nodes() []inventory.Node
 	ByClaimRef(namespace, name string) (inventory.Entry, bool)
+	ByID(id, namespace string) (inventory.Entry, bool)
 	List(namespace string) []inventory.Entry
 	Subscribe(fn func(inventory.Change)) (unsubscribe func())
 }
@@ -54,6 +57,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Clock is the process clock; default the real one.
 	Clock clock.WithTicker
+	// Rand drives the fleet's node choice; default randomly seeded.
+	Rand *rand.Rand
+	// Logger receives node failures; default discards. Tokens never
+	// appear in it.
+	Logger *slog.Logger
 
 	// NodeTimeout bounds each call to one node, within the request's own
 	// deadline; default DefaultNodeTimeout.
@@ -78,10 +86,11 @@ type Config struct {
 type Service struct {
 	cfg         Config
 	inv         Inventory
+	fleet       *fleet.Fleet
 	unsubscribe func()
 	stopped     chan struct{}
 	stopOnce    sync.Once
-	bg          sync.WaitGroup
+	bg          sync.WaitGroup // watch feeders
 
 	mu sync.Mutex
 	// overlays holds this replica's recent writes by "<ns>/<name>".
@@ -114,6 +123,9 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("sandboxes: Inventory is required")
 	}
 	cfg.Clock = cmp.Or[clock.WithTicker](cfg.Clock, clock.RealClock{})
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	cfg.NodeTimeout = cmp.Or(cfg.NodeTimeout, DefaultNodeTimeout)
 	cfg.RecentTTL = cmp.Or(cfg.RecentTTL, DefaultRecentTTL)
 	cfg.RetryAfterSeconds = cmp.Or(cfg.RetryAfterSeconds, DefaultRetryAfterSeconds)
@@ -134,6 +146,14 @@ func New(cfg Config) (*Service, error) {
 		history:  newHistory(cfg.History),
 		watchers: map[*watcher]struct{}{},
 	}
+	f, err := fleet.New(fleet.Config{
+		View: fleetView{s}, Token: cfg.Token, HTTPClient: cfg.HTTPClient,
+		NodeTimeout: cfg.NodeTimeout, Clock: cfg.Clock, Logger: cfg.Logger, Rand: cfg.Rand,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.fleet = f
 	s.unsubscribe = s.inv.Subscribe(s.onChange)
 	// Whatever the inventory already held was never a change to us.
 	s.mu.Lock()
@@ -153,6 +173,7 @@ func (s *Service) Run(ctx context.Context) {
 		s.unsubscribe()
 		s.stopOnce.Do(func() { close(s.stopped) })
 		s.bg.Wait()
+		s.fleet.Wait()
 	}()
 	for {
 		select {
@@ -205,7 +226,11 @@ func resolve(inv *inventory.Entry, ov *overlay, now time.Time) (cur view, visibl
 		}
 		return view{entry: *inv}, true, true // a new claim under the same name
 	}
-	if inv != nil && inv.ID == ov.entry.ID && inv.Phase == ov.entry.Phase {
+	// The inventory confirms a write once it shows the same claim in the
+	// same phase with a deadline at least as late (a renew), to the
+	// second it publishes.
+	if inv != nil && inv.ID == ov.entry.ID && inv.Phase == ov.entry.Phase &&
+		!inv.Deadline.Before(ov.entry.Deadline.Add(-time.Second)) {
 		return view{entry: *inv}, true, true
 	}
 	return ov.view, true, false
@@ -286,10 +311,23 @@ func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.San
 	return items, rev, nil
 }
 
-// list merges the inventory's sandboxes of namespace with this replica's
+// list renders views as the Sandboxes of namespace, at the revision the
+// view was read at.
+func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, registry.Revision) {
+	views, rev := s.views(namespace)
+	out := make([]agentsv1beta1.Sandbox, len(views))
+	s.mu.Lock()
+	for i := range views {
+		fillSandbox(&out[i], &views[i], min(s.revLocked(views[i].entry.Key(), &views[i]), rev))
+	}
+	s.mu.Unlock()
+	return out, rev
+}
+
+// views merges the inventory's sandboxes of namespace with this replica's
 // overlays. The revision is read first: anything that changes while the
 // list is built is also an event after it.
-func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, registry.Revision) {
+func (s *Service) views(namespace string) ([]view, registry.Revision) {
 	s.mu.Lock()
 	rev := s.rev
 	now := s.cfg.Clock.Now()
@@ -325,15 +363,13 @@ func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, registry.Revi
 			return cmp.Or(strings.Compare(a.entry.Namespace, b.entry.Namespace), strings.Compare(a.entry.ObjectName, b.entry.ObjectName))
 		})
 	}
-
-	out := make([]agentsv1beta1.Sandbox, len(views))
-	s.mu.Lock()
-	for i := range views {
-		fillSandbox(&out[i], &views[i], min(s.revLocked(views[i].entry.Key(), &views[i]), rev))
-	}
-	s.mu.Unlock()
-	return out, rev
+	return views, rev
 }
+
+// Fleet is the fleet core this Service claims through, over its own view
+// (inventory and recent writes): the e2b front uses the same one, so both
+// fronts share one view of what this replica did.
+func (s *Service) Fleet() *fleet.Fleet { return s.fleet }
 
 // remember records a write of this replica as an overlay and tells
 // watchers; it returns the view as served.
@@ -378,13 +414,4 @@ func (s *Service) locate(namespace, name string) (view, error) {
 		return view{}, apierrors.NewServiceUnavailable("the sandbox's node publishes no id or address for it")
 	}
 	return cur, nil
-}
-
-// client returns a sandboxd client for addr with the fleet token.
-func (s *Service) client(addr string) (*sandboxd.Client, error) {
-	opts := []sandboxd.Option{sandboxd.WithToken(s.cfg.Token)}
-	if s.cfg.HTTPClient != nil {
-		opts = append(opts, sandboxd.WithHTTPClient(s.cfg.HTTPClient))
-	}
-	return sandboxd.New(addr, opts...)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 )
 
@@ -44,10 +45,14 @@ func TestE2BSurfaceAndProxyAgainstRealEnvd(t *testing.T) {
 	if err := m.Refresh(ctx); err != nil {
 		t.Fatalf("mesh refresh: %v", err)
 	}
+	core, err := fleet.New(fleet.Config{View: m, Token: os.Getenv("SANDBOXD_TOKEN"), FollowRedirects: true, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
 	version := os.Getenv("SANDBOXD_ENVD_VERSION") // what /etc/envd-version in the image says
 	surface, err := e2b.NewServer(e2b.Config{
 		Domain: "sandbox.smoke.test", EnvdSecret: secret, AllowAnonymous: true, EnvdVersion: version,
-	}, m, logger)
+	}, core, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
@@ -53,7 +54,7 @@ func main() {
 // options are the command line of the binary.
 type options struct {
 	recommended *genericoptions.RecommendedOptions
-	token       sandboxes.TokenOptions
+	token       sandboxd.TokenOptions
 	inventory   *inventory.Options
 
 	enableWarmPoolDriver bool

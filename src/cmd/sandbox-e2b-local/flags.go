@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/cocoonstack/sandbox-operator/src/mesh"
 )
 
 const usageHeader = `sandbox-e2b-local starts the whole e2b-compatible system on this machine
@@ -59,7 +57,6 @@ type options struct {
 	template        string
 	domain          string
 	anonymous       bool
-	entry           string
 	refillDelay     time.Duration
 	coldDelay       time.Duration
 	refreshInterval time.Duration
@@ -79,7 +76,6 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.template, "template", "e2b-base:latest", `pool image the SDK's default alias "base" claims from`)
 	fs.StringVar(&o.domain, "domain", "sandbox.localhost", "e2b domain (E2B_DOMAIN); sandbox hosts are {port}-{sandboxID}.{domain}")
 	fs.BoolVar(&o.anonymous, "anonymous", true, "serve the API without an API key, which is allowed only because everything binds loopback (E2B_API_KEY is then a placeholder the SDK insists on); --anonymous=false generates a key and exports it, and is required with a non-loopback --host")
-	fs.StringVar(&o.entry, "claim-entry", "warm", `where a create enters the mesh: "warm" (a node the view says is warm, as sandbox-e2b does) or "round-robin" (every node in turn, so claims entering a cold node exercise sandboxd's redirect)`)
 	fs.DurationVar(&o.refillDelay, "refill-delay", 50*time.Millisecond, "simulated time to clone one warm VM")
 	fs.DurationVar(&o.coldDelay, "cold-provision-delay", 500*time.Millisecond, "simulated time to cold-boot a VM (an unpooled template, a pool's first golden)")
 	fs.DurationVar(&o.refreshInterval, "mesh-refresh-interval", time.Second, "time between refreshes of the mesh view")
@@ -123,23 +119,10 @@ func parseFlags(args []string) (*options, *pflag.FlagSet, error) {
 	case o.defaultTimeout < 1:
 		return nil, fs, fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
 	}
-	if _, err := o.entryPolicy(); err != nil {
-		return nil, fs, err
-	}
 	if o.anonymous && !isLoopback(o.host) {
 		return nil, fs, fmt.Errorf("--host %s: anonymous access is allowed on loopback only; pass --anonymous=false to require the generated API key", o.host)
 	}
 	return o, fs, nil
-}
-
-func (o *options) entryPolicy() (mesh.EntryPolicy, error) {
-	switch o.entry {
-	case "warm":
-		return mesh.EntryWarmFirst, nil
-	case "round-robin":
-		return mesh.EntryRoundRobin, nil
-	}
-	return 0, fmt.Errorf("--claim-entry: %q is not warm or round-robin", o.entry)
 }
 
 // isLoopback reports whether host names only the loopback interface.

@@ -156,7 +156,6 @@ func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logge
 			return err
 		}
 	}
-	entry, _ := o.entryPolicy()
 	cfg := app.Config{
 		E2B: e2b.Config{
 			Namespace:      namespace,
@@ -172,7 +171,6 @@ func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logge
 		Seeds:           f.Addrs()[:1], // the rest are found through gossip
 		Token:           rootToken,
 		RefreshInterval: o.refreshInterval,
-		Entry:           entry,
 		Wrap:            wrap,
 	}
 	a, err := app.Start(ctx, cfg, logger)

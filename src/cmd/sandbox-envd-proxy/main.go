@@ -24,7 +24,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
@@ -54,7 +54,7 @@ type options struct {
 	guestHTTP2  bool
 	secretFile  string
 	kubeconfig  string
-	token       sandboxes.TokenOptions
+	token       sandboxd.TokenOptions
 	inventory   *inventory.Options
 }
 

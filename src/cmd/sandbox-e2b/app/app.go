@@ -16,6 +16,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 )
 
@@ -40,13 +41,12 @@ type Config struct {
 	E2B e2b.Config
 	// APIAddress is the e2b surface's listen address.
 	APIAddress string
-	// Seeds, Token, RefreshInterval, NodeTimeout and Entry configure the
-	// mesh view (see mesh.Config).
+	// Seeds, Token, RefreshInterval and NodeTimeout configure the mesh
+	// view (see mesh.Config).
 	Seeds           []string
 	Token           string
 	RefreshInterval time.Duration
 	NodeTimeout     time.Duration
-	Entry           mesh.EntryPolicy
 	// ProxyAddress is the data plane's listen address; empty serves none.
 	ProxyAddress string
 	// TLSCertFile and TLSKeyFile make the data plane serve TLS.
@@ -83,7 +83,6 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 		Token:           cfg.Token,
 		RefreshInterval: cfg.RefreshInterval,
 		NodeTimeout:     cfg.NodeTimeout,
-		Entry:           cfg.Entry,
 		Logger:          logger.With("component", "mesh"),
 	})
 	if err != nil {
@@ -93,7 +92,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 	if e2bCfg.Logger == nil {
 		e2bCfg.Logger = logger.With("component", "e2b")
 	}
-	surface, err := e2b.NewServer(e2bCfg, m, e2bCfg.Logger)
+	core, err := fleet.New(fleet.Config{
+		View: m, Token: cfg.Token, NodeTimeout: cfg.NodeTimeout, FollowRedirects: true,
+		Logger: logger.With("component", "fleet"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	surface, err := e2b.NewServer(e2bCfg, core, e2bCfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("e2b surface: %w", err)
 	}

@@ -1,0 +1,162 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// maxRedirectEntries bounds how many nodes a redirect-following claim
+// enters at: each entry already follows the node's redirects, so more
+// than a few failing means the fleet is out of capacity.
+const maxRedirectEntries = 3
+
+// Claim claims a warm sandbox from req.Key's pool under req.Ref, on the
+// nodes Order picks, moving on when a node refuses or does not answer. It
+// returns the sandbox and its token in one call. A fleet with no warm VM
+// for the key is an error wrapping sandboxd.ErrCapacity; one whose
+// candidate nodes could not be reached wraps sandboxd.ErrUnavailable.
+func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
+	if _, err := sandbox.NewClaimRef(req.Ref.Namespace, req.Ref.Name); err != nil {
+		return Claimed{}, fmt.Errorf("fleet: claim: %w: %w", ErrInvalid, err)
+	}
+	key := req.Key.WithDefaults()
+	all := f.cfg.View.Nodes()
+	f.randMu.Lock()
+	nodes := Order(all, key, f.cfg.FollowRedirects, f.rng)
+	f.randMu.Unlock()
+	if f.cfg.FollowRedirects && len(nodes) > maxRedirectEntries {
+		nodes = nodes[:maxRedirectEntries]
+	}
+	if len(nodes) == 0 {
+		return Claimed{}, fmt.Errorf("fleet: no node has a warm sandbox for %s now: %w", key, sandboxd.ErrCapacity)
+	}
+	body := sandboxd.ClaimRequest{
+		Template: key.Template, Net: key.Net, Size: key.Size, TTLSeconds: max(req.TTLSeconds, 0),
+		ClaimRef: req.Ref.String(), NoRedirect: !f.cfg.FollowRedirects,
+	}
+	var capacity, other int
+	var last error
+	for _, n := range nodes {
+		if err := ctx.Err(); err != nil {
+			return Claimed{}, fmt.Errorf("fleet: claim %s: %w", key, err)
+		}
+		cl, err := f.claimAt(ctx, n.Addr, body)
+		if err == nil {
+			sb := Sandbox{
+				ID: cl.ID, ClaimRef: req.Ref, Key: key,
+				Node: nodeName(all, cl.OwnerAddr, n), NodeAddr: cl.OwnerAddr,
+				ClaimedAt: f.cfg.Clock.Now(), Deadline: cl.Deadline,
+			}
+			if f.rec != nil {
+				f.rec.Claimed(sb)
+			}
+			return Claimed{Sandbox: sb, Token: cl.Token}, nil
+		}
+		last = err
+		switch {
+		case errors.Is(err, sandboxd.ErrBadRequest), errors.Is(err, sandboxd.ErrConflict):
+			// The body is wrong (an unknown size, an unsupported net)
+			// everywhere, not just here.
+			return Claimed{}, fmt.Errorf("fleet: claim %s: %w", key, err)
+		case errors.Is(err, sandboxd.ErrCapacity):
+			capacity++
+		default:
+			// No answer, a timeout or a server error: the node may still
+			// have granted the claim. Release whatever it holds under
+			// this reference so a retry elsewhere leaves no twin.
+			other++
+			f.log.Info("Claim failed on a node, trying the next", "node", n.Name, "err", err)
+			if unreachable(ctx, err) && f.rec != nil {
+				f.rec.Unreachable(n.Addr, err)
+			}
+			f.releaseOrphans(n.Addr, body.ClaimRef)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Claimed{}, fmt.Errorf("fleet: claim %s: %w", key, err)
+	}
+	if capacity == 0 && other > 0 {
+		return Claimed{}, fmt.Errorf("fleet: no node with warm capacity for %s could be reached: %w: %w", key, sandboxd.ErrUnavailable, last)
+	}
+	return Claimed{}, fmt.Errorf("fleet: every node tried for %s is out of capacity: %w", key, sandboxd.ErrCapacity)
+}
+
+// claimAt makes one claim at one node within NodeTimeout.
+func (f *Fleet) claimAt(ctx context.Context, addr string, body sandboxd.ClaimRequest) (*sandboxd.Claim, error) {
+	c, err := f.Client(addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.NodeTimeout)
+	defer cancel()
+	var cl *sandboxd.Claim
+	if f.cfg.FollowRedirects {
+		cl, err = c.Claim(ctx, body)
+	} else {
+		var resp *sandboxd.ClaimResponse
+		resp, err = c.ClaimNoFollow(ctx, body)
+		if err == nil {
+			if resp.IsRedirect() || resp.ID == "" || resp.Token == "" {
+				// A node must not redirect a no_redirect claim; take it
+				// as a refusal rather than follow it.
+				return nil, fmt.Errorf("node %s answered a no_redirect claim without a grant: %w", addr, sandboxd.ErrCapacity)
+			}
+			cl = &sandboxd.Claim{ID: resp.ID, Token: resp.Token, Deadline: resp.Deadline, OwnerAddr: resp.OwnerAddr}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, ok := sandbox.CanonicalID(cl.ID)
+	if !ok {
+		return nil, fmt.Errorf("node %s answered a malformed sandbox id", addr)
+	}
+	cl.ID, cl.OwnerAddr = id, cmp.Or(cl.OwnerAddr, addr)
+	return cl, nil
+}
+
+// nodeName names the node that owns a claim made at entry: the entry
+// itself, the view's node at the owner's address after a redirect, or the
+// address alone.
+func nodeName(nodes []Node, owner string, entry Node) string {
+	if owner == entry.Addr {
+		return entry.Name
+	}
+	for _, n := range nodes {
+		if n.Addr == owner {
+			return n.Name
+		}
+	}
+	return owner
+}
+
+// releaseOrphans releases, in the background and within NodeTimeout,
+// every sandbox the node at addr holds under ref.
+func (f *Fleet) releaseOrphans(addr, ref string) {
+	c, err := f.Client(addr)
+	if err != nil {
+		return
+	}
+	f.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.NodeTimeout)
+		defer cancel()
+		list, err := c.Sandboxes(ctx, ref)
+		if err != nil {
+			f.log.Debug("Could not check a node for an orphaned claim", "claimRef", ref, "err", err)
+			return
+		}
+		for _, sb := range list {
+			if sb.ClaimRef != ref {
+				continue
+			}
+			if err := c.Release(ctx, sb.ID); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+				f.log.Info("Could not release an orphaned claim", "claimRef", ref, "err", err)
+			}
+		}
+	})
+}

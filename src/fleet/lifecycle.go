@@ -1,0 +1,176 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// List returns the sandboxes of namespace ("" is every namespace).
+func (f *Fleet) List(ctx context.Context, namespace string) ([]Sandbox, error) {
+	return f.cfg.View.List(ctx, namespace)
+}
+
+// Find returns the sandbox with id (in either spelling) in namespace, or
+// an error wrapping ErrNotFound, for a sandbox of another namespace too.
+func (f *Fleet) Find(ctx context.Context, namespace, id string) (Sandbox, error) {
+	canon, ok := sandbox.CanonicalID(id)
+	if !ok {
+		return Sandbox{}, ErrNotFound
+	}
+	return f.cfg.View.Find(ctx, namespace, canon)
+}
+
+// Release releases sb on its node. A sandbox its node no longer knows
+// (reaped at its deadline, released elsewhere) wraps ErrNotFound; either
+// way the view stops showing it.
+func (f *Fleet) Release(ctx context.Context, sb Sandbox) error {
+	err := f.call(ctx, sb, "release", func(ctx context.Context, c *sandboxd.Client) error { return c.Release(ctx, sb.ID) })
+	if (err == nil || errors.Is(err, ErrNotFound)) && f.rec != nil {
+		f.rec.Released(sb)
+	}
+	return err
+}
+
+// Pause hibernates sb (idempotent).
+func (f *Fleet) Pause(ctx context.Context, sb Sandbox) error {
+	return f.change(ctx, sb, "hibernate", func(ctx context.Context, c *sandboxd.Client) error { return c.Hibernate(ctx, sb.ID) },
+		func(sb *Sandbox) { sb.Paused = true })
+}
+
+// Resume wakes sb (idempotent).
+func (f *Fleet) Resume(ctx context.Context, sb Sandbox) error {
+	return f.change(ctx, sb, "wake", func(ctx context.Context, c *sandboxd.Client) error { return c.Wake(ctx, sb.ID) },
+		func(sb *Sandbox) { sb.Paused = false })
+}
+
+// Renew sets sb's lease to ttlSeconds from now and returns the deadline
+// the node granted.
+func (f *Fleet) Renew(ctx context.Context, sb Sandbox, ttlSeconds int) (time.Time, error) {
+	var deadline time.Time
+	err := f.change(ctx, sb, "renew", func(ctx context.Context, c *sandboxd.Client) error {
+		var err error
+		deadline, err = c.Renew(ctx, sb.ID, ttlSeconds)
+		return err
+	}, func(sb *Sandbox) { sb.Deadline = deadline })
+	return deadline, err
+}
+
+// Fork makes count children of parent on its node, each with the lease
+// ttlSeconds (0 = the node's default), named "<parent>-fork-sb-…" in the
+// parent's namespace (sandbox.ForkPrefix).
+func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int) ([]Claimed, error) {
+	if parent.ClaimRef.IsZero() {
+		return nil, fmt.Errorf("fleet: fork: %w: the sandbox belongs to no namespace", ErrInvalid)
+	}
+	if err := sandbox.CheckFork(parent.ClaimRef, parent.ID, count); err != nil {
+		return nil, fmt.Errorf("fleet: fork: %w: %w", ErrInvalid, err)
+	}
+	if ttlSeconds < 0 {
+		return nil, fmt.Errorf("fleet: fork: %w: ttlSeconds must not be negative, got %d", ErrInvalid, ttlSeconds)
+	}
+	prefix := sandbox.ForkPrefix(parent.ClaimRef)
+	var children []sandboxd.Claim
+	err := f.call(ctx, parent, "fork", func(ctx context.Context, c *sandboxd.Client) error {
+		var err error
+		children, err = c.Fork(ctx, parent.ID, sandboxd.ForkRequest{Count: count, TTLSeconds: ttlSeconds, ClaimRefPrefix: prefix})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := f.cfg.Clock.Now()
+	out := make([]Claimed, 0, len(children))
+	for _, c := range children {
+		ref, refOK := sandbox.ParseClaimRef(prefix + c.ID)
+		id, idOK := sandbox.CanonicalID(c.ID)
+		if !refOK || !idOK {
+			// The node named a child no front can address; it still
+			// exists under its claim ref and expires with its lease.
+			continue
+		}
+		sb := Sandbox{
+			ID: id, ClaimRef: ref, Key: parent.Key, Node: parent.Node, NodeAddr: parent.NodeAddr,
+			ClaimedAt: now, Deadline: c.Deadline,
+		}
+		if c.OwnerAddr != "" {
+			sb.NodeAddr = c.OwnerAddr
+		}
+		if f.rec != nil {
+			f.rec.Claimed(sb)
+		}
+		out = append(out, Claimed{Sandbox: sb, Token: c.Token})
+	}
+	return out, nil
+}
+
+// Checkpoint checkpoints sb on its node under name (may be empty).
+func (f *Fleet) Checkpoint(ctx context.Context, sb Sandbox, name string) (*sandboxd.Checkpoint, error) {
+	var ck *sandboxd.Checkpoint
+	err := f.call(ctx, sb, "checkpoint", func(ctx context.Context, c *sandboxd.Client) error {
+		var err error
+		ck, err = c.Checkpoint(ctx, sb.ID, sandboxd.CheckpointRequest{Name: name})
+		return err
+	})
+	return ck, err
+}
+
+// Token reads sb's own token back from its node, which answers it to the
+// root token only: how a replica that did not make the claim derives the
+// e2b access token without any store.
+func (f *Fleet) Token(ctx context.Context, sb Sandbox) (string, error) {
+	var token string
+	err := f.call(ctx, sb, "read token", func(ctx context.Context, c *sandboxd.Client) error {
+		row, err := c.Sandbox(ctx, sb.ID)
+		if err != nil {
+			return err
+		}
+		if row.Token == "" {
+			return errors.New("the node answered without the sandbox's token; the fleet token must be the nodes' root api_token")
+		}
+		token = row.Token
+		return nil
+	})
+	return token, err
+}
+
+// change runs a verb that changes sb in place and tells the view.
+func (f *Fleet) change(ctx context.Context, sb Sandbox, op string, verb func(context.Context, *sandboxd.Client) error, apply func(*Sandbox)) error {
+	if err := f.call(ctx, sb, op, verb); err != nil {
+		if errors.Is(err, ErrNotFound) && f.rec != nil {
+			f.rec.Released(sb)
+		}
+		return err
+	}
+	apply(&sb)
+	if f.rec != nil {
+		f.rec.Changed(sb)
+	}
+	return nil
+}
+
+// call runs one verb on sb's node within NodeTimeout. The node answering
+// 404 wraps ErrNotFound as well as sandboxd.ErrNotFound; a node that does
+// not answer at all is reported to the view.
+func (f *Fleet) call(ctx context.Context, sb Sandbox, op string, verb func(context.Context, *sandboxd.Client) error) error {
+	c, err := f.Client(sb.NodeAddr)
+	if err != nil {
+		return fmt.Errorf("fleet: %s: %w: %w", op, sandboxd.ErrUnavailable, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, f.cfg.NodeTimeout)
+	defer cancel()
+	err = verb(callCtx, c)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sandboxd.ErrNotFound):
+		return fmt.Errorf("fleet: %s: %w: %w", op, ErrNotFound, err)
+	case unreachable(ctx, err) && f.rec != nil:
+		f.rec.Unreachable(sb.NodeAddr, err)
+	}
+	return fmt.Errorf("fleet: %s: %w", op, err)
+}

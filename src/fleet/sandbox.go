@@ -1,0 +1,55 @@
+package fleet
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+)
+
+// ErrNotFound is a sandbox that does not exist, or exists in another
+// namespace: no front tells the two apart.
+var ErrNotFound = errors.New("sandbox not found")
+
+// Sandbox is one claimed sandbox as the fleet sees it.
+type Sandbox struct {
+	// ID is the sandbox id in its sandboxd spelling ("sb_…").
+	ID string
+	// ClaimRef places the sandbox in the Sandbox API; zero for a sandbox
+	// claimed without one, which belongs to no namespace.
+	sandbox.ClaimRef
+	// Key is the pool the sandbox came from, as far as the view knows it
+	// (an inventory entry names only the template).
+	Key sandbox.PoolKey
+	// Node names the owning node: its inventory name, or its address in a
+	// mesh, where nodes have no other name.
+	Node string
+	// NodeAddr is the owning node's sandboxd host:port.
+	NodeAddr  string
+	ClaimedAt time.Time
+	Deadline  time.Time
+	Paused    bool
+}
+
+// Claimed is a granted claim: the sandbox and its own sandboxd token, from
+// which the e2b access token derives. Fronts never log or store the token.
+type Claimed struct {
+	Sandbox
+	Token string
+}
+
+// ClaimRequest is one claim a front asks the fleet for.
+type ClaimRequest struct {
+	Ref sandbox.ClaimRef
+	Key sandbox.PoolKey
+	// TTLSeconds is the lease asked for; 0 takes the node's default.
+	TTLSeconds int
+}
+
+// Node is one node that may take claims.
+type Node struct {
+	Name, Addr string
+	// Warm is how many warm VMs the node keeps per pool key (with
+	// defaults applied).
+	Warm map[sandbox.PoolKey]int
+}
