@@ -14,7 +14,6 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
@@ -63,7 +62,7 @@ func uidFor(node, id string) types.UID {
 }
 
 // toSandbox renders a view as the Sandbox the API serves at revision rev.
-func toSandbox(v *view, rev registry.Revision) *agentsv1beta1.Sandbox {
+func toSandbox(v *view, rev Revision) *agentsv1beta1.Sandbox {
 	out := &agentsv1beta1.Sandbox{}
 	fillSandbox(out, v, rev)
 	return out
@@ -71,7 +70,7 @@ func toSandbox(v *view, rev registry.Revision) *agentsv1beta1.Sandbox {
 
 // fillSandbox renders a view into out, which must be zero; a list renders
 // straight into its items this way instead of copying each object.
-func fillSandbox(out *agentsv1beta1.Sandbox, v *view, rev registry.Revision) {
+func fillSandbox(out *agentsv1beta1.Sandbox, v *view, rev Revision) {
 	e := &v.entry
 	if v.obj != nil {
 		v.obj.DeepCopyInto(out)

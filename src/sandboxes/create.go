@@ -14,7 +14,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
-// Create implements registry.Backend: it resolves the pool key and lease
+// Create implements the registry's Backend: it resolves the pool key and lease
 // (refusing a bad object before any VM is spent), then claims through the
 // fleet core, which picks the node (fleet.Order) and moves on when one
 // refuses or does not answer.

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -363,7 +362,7 @@ func TestRecentWritesExpire(t *testing.T) {
 }
 
 // expectSet takes len(want) events and compares them to want in any order.
-func expectSet(t *testing.T, ch <-chan registry.Event, want ...string) {
+func expectSet(t *testing.T, ch <-chan Event, want ...string) {
 	t.Helper()
 	var got []string
 	for range want {

@@ -10,11 +10,10 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 )
 
-// Delete implements registry.Backend. A sandbox its node no longer knows
+// Delete implements the registry's Backend. A sandbox its node no longer knows
 // (reaped at its deadline, or released by someone else) answers NotFound,
 // as a concurrent delete does in Kubernetes, and is hidden from this
 // replica's reads until the node publishes.
@@ -34,12 +33,12 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 	return last, nil
 }
 
-// Pause implements registry.Backend (sandboxd hibernate, idempotent).
+// Pause implements the registry's Backend (sandboxd hibernate, idempotent).
 func (s *Service) Pause(ctx context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
 	return s.transition(ctx, namespace, name, "hibernate", v1beta1.SandboxPhaseHibernated, s.fleet.Pause)
 }
 
-// Resume implements registry.Backend (sandboxd wake, idempotent).
+// Resume implements the registry's Backend (sandboxd wake, idempotent).
 func (s *Service) Resume(ctx context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
 	return s.transition(ctx, namespace, name, "wake", v1beta1.SandboxPhaseRunning, s.fleet.Resume)
 }
@@ -57,7 +56,7 @@ func (s *Service) transition(ctx context.Context, namespace, name, op string, ph
 	return s.remember(cur, false), nil
 }
 
-// Fork implements registry.Backend: count children of the sandbox on its
+// Fork implements the registry's Backend: count children of the sandbox on its
 // node, each named "<parent>-fork-sb-…" in the parent's namespace.
 func (s *Service) Fork(ctx context.Context, namespace, name string, count int, ttlSeconds int64) ([]agentsv1beta1.Sandbox, error) {
 	if ttlSeconds < 0 {
@@ -78,8 +77,8 @@ func (s *Service) Fork(ctx context.Context, namespace, name string, count int, t
 	return out, nil
 }
 
-// Snapshot implements registry.Backend (sandboxd checkpoint).
-func (s *Service) Snapshot(ctx context.Context, namespace, name, snapshotName string) (*registry.SnapshotResult, error) {
+// Snapshot implements the registry's Backend (sandboxd checkpoint).
+func (s *Service) Snapshot(ctx context.Context, namespace, name, snapshotName string) (*SnapshotResult, error) {
 	cur, err := s.locate(namespace, name)
 	if err != nil {
 		return nil, err
@@ -88,7 +87,7 @@ func (s *Service) Snapshot(ctx context.Context, namespace, name, snapshotName st
 	if err != nil {
 		return nil, s.statusError(err, "checkpoint", name)
 	}
-	return &registry.SnapshotResult{
+	return &SnapshotResult{
 		ID: ck.ID, Name: ck.Name, Node: cur.entry.Node,
 		CreatedAt: ck.CreatedAt.UTC().Format(time.RFC3339),
 	}, nil

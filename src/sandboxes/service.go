@@ -16,13 +16,10 @@ import (
 	"k8s.io/utils/clock"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
-
-var _ registry.Backend = (*Service)(nil)
 
 // Defaults for Config's zero values.
 const (
@@ -99,7 +96,7 @@ type Service struct {
 	creating map[string]struct{}
 	// shown is what watchers were last told about each key.
 	shown    map[string]shownView
-	rev      registry.Revision
+	rev      Revision
 	history  *history
 	watchers map[*watcher]struct{}
 }
@@ -114,7 +111,7 @@ type overlay struct {
 
 type shownView struct {
 	view
-	rev registry.Revision
+	rev Revision
 }
 
 // New builds a Service and subscribes it to the inventory.
@@ -264,36 +261,36 @@ func (s *Service) reconcileLocked(key string) {
 		delete(s.overlays, key)
 	}
 	prev, had := s.shown[key]
-	var typ registry.EventType
+	var typ EventType
 	switch {
 	case visible && !had:
-		typ = registry.Added
+		typ = Added
 	case visible && !prev.same(&cur):
-		typ = registry.Modified
+		typ = Modified
 	case !visible && had:
-		typ = registry.Deleted
+		typ = Deleted
 		cur = prev.view
 	default:
 		return
 	}
 	s.rev++
-	if typ == registry.Deleted {
+	if typ == Deleted {
 		delete(s.shown, key)
 	} else {
 		s.shown[key] = shownView{view: cur, rev: s.rev}
 	}
-	s.publishLocked(registry.Event{Type: typ, Sandbox: toSandbox(&cur, s.rev), Revision: s.rev})
+	s.publishLocked(Event{Type: typ, Sandbox: toSandbox(&cur, s.rev), Revision: s.rev})
 }
 
 // revLocked is the revision to stamp on key's current view.
-func (s *Service) revLocked(key string, cur *view) registry.Revision {
+func (s *Service) revLocked(key string, cur *view) Revision {
 	if sv, ok := s.shown[key]; ok && sv.same(cur) {
 		return sv.rev
 	}
 	return s.rev
 }
 
-// Get implements registry.Backend.
+// Get implements the registry's Backend.
 func (s *Service) Get(_ context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error) {
 	key := sandbox.ClaimRef{Namespace: namespace, Name: name}.String()
 	s.mu.Lock()
@@ -305,15 +302,15 @@ func (s *Service) Get(_ context.Context, namespace, name string) (*agentsv1beta1
 	return toSandbox(&cur, s.revLocked(key, &cur)), nil
 }
 
-// List implements registry.Backend.
-func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.Sandbox, registry.Revision, error) {
+// List implements the registry's Backend.
+func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.Sandbox, Revision, error) {
 	items, rev := s.list(namespace)
 	return items, rev, nil
 }
 
 // list renders views as the Sandboxes of namespace, at the revision the
 // view was read at.
-func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, registry.Revision) {
+func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, Revision) {
 	views, rev := s.views(namespace)
 	out := make([]agentsv1beta1.Sandbox, len(views))
 	s.mu.Lock()
@@ -327,7 +324,7 @@ func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, registry.Revi
 // views merges the inventory's sandboxes of namespace with this replica's
 // overlays. The revision is read first: anything that changes while the
 // list is built is also an event after it.
-func (s *Service) views(namespace string) ([]view, registry.Revision) {
+func (s *Service) views(namespace string) ([]view, Revision) {
 	s.mu.Lock()
 	rev := s.rev
 	now := s.cfg.Clock.Now()

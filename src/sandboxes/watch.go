@@ -6,20 +6,18 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 )
 
 // history is a ring of the most recent events, for resuming watches.
 type history struct {
-	buf   []registry.Event
+	buf   []Event
 	start int // index of the oldest event
 	n     int
 }
 
-func newHistory(size int) *history { return &history{buf: make([]registry.Event, size)} }
+func newHistory(size int) *history { return &history{buf: make([]Event, size)} }
 
-func (h *history) add(ev registry.Event) {
+func (h *history) add(ev Event) {
 	if h.n < len(h.buf) {
 		h.buf[(h.start+h.n)%len(h.buf)] = ev
 		h.n++
@@ -31,11 +29,11 @@ func (h *history) add(ev registry.Event) {
 
 // since returns the events after rev in namespace ("" all), and false when
 // some event after rev is no longer held.
-func (h *history) since(rev registry.Revision, namespace string) ([]registry.Event, bool) {
+func (h *history) since(rev Revision, namespace string) ([]Event, bool) {
 	if h.n > 0 && h.buf[h.start].Revision > rev+1 {
 		return nil, false
 	}
-	var out []registry.Event
+	var out []Event
 	for i := range h.n {
 		ev := h.buf[(h.start+i)%len(h.buf)]
 		if ev.Revision > rev && matches(ev, namespace) {
@@ -45,7 +43,7 @@ func (h *history) since(rev registry.Revision, namespace string) ([]registry.Eve
 	return out, true
 }
 
-func matches(ev registry.Event, namespace string) bool {
+func matches(ev Event, namespace string) bool {
 	return namespace == "" || ev.Sandbox.Namespace == namespace
 }
 
@@ -54,7 +52,7 @@ func matches(ev registry.Event, namespace string) bool {
 // client re-watches, as a slow Kubernetes watcher is.
 type watcher struct {
 	namespace string
-	in        chan registry.Event
+	in        chan Event
 	stop      chan struct{}
 	stopOnce  sync.Once
 }
@@ -62,7 +60,7 @@ type watcher struct {
 func (w *watcher) drop() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // publishLocked records an event and hands it to every matching watcher.
-func (s *Service) publishLocked(ev registry.Event) {
+func (s *Service) publishLocked(ev Event) {
 	s.history.add(ev)
 	for w := range s.watchers {
 		if !matches(ev, w.namespace) {
@@ -77,10 +75,10 @@ func (s *Service) publishLocked(ev registry.Event) {
 	}
 }
 
-// Watch implements registry.Backend.
-func (s *Service) Watch(ctx context.Context, namespace string, from registry.Revision) (<-chan registry.Event, error) {
-	w := &watcher{namespace: namespace, in: make(chan registry.Event, s.cfg.WatchBuffer), stop: make(chan struct{})}
-	var first []registry.Event
+// Watch implements the registry's Backend.
+func (s *Service) Watch(ctx context.Context, namespace string, from Revision) (<-chan Event, error) {
+	w := &watcher{namespace: namespace, in: make(chan Event, s.cfg.WatchBuffer), stop: make(chan struct{})}
+	var first []Event
 	s.mu.Lock()
 	if from != 0 {
 		if from > s.rev {
@@ -98,20 +96,20 @@ func (s *Service) Watch(ctx context.Context, namespace string, from registry.Rev
 	s.mu.Unlock()
 
 	// skip drops live events the initial list already reflects.
-	var skip registry.Revision
+	var skip Revision
 	if from == 0 {
 		// Registered first, listed second: a change in between is in the
 		// list or an event after it, never in neither. The list is read at
 		// revision rev or later, so live events up to rev are in it.
 		items, rev := s.list(namespace)
 		skip = rev
-		first = make([]registry.Event, len(items))
+		first = make([]Event, len(items))
 		for i := range items {
-			first[i] = registry.Event{Type: registry.Added, Sandbox: &items[i], Revision: rev}
+			first[i] = Event{Type: Added, Sandbox: &items[i], Revision: rev}
 		}
 	}
 
-	out := make(chan registry.Event)
+	out := make(chan Event)
 	s.bg.Go(func() {
 		defer close(out)
 		defer func() {
@@ -119,7 +117,7 @@ func (s *Service) Watch(ctx context.Context, namespace string, from registry.Rev
 			delete(s.watchers, w)
 			s.mu.Unlock()
 		}()
-		send := func(ev registry.Event, shared bool) bool {
+		send := func(ev Event, shared bool) bool {
 			if shared {
 				// Events in history are shared between watchers; each
 				// gets its own copy to encode or keep.

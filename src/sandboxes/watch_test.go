@@ -11,7 +11,6 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
@@ -32,7 +31,7 @@ func invEntry(ref, id string, phase v1beta1.SandboxPhase) v1beta1.InventoryEntry
 	}
 }
 
-func next(t *testing.T, ch <-chan registry.Event) registry.Event {
+func next(t *testing.T, ch <-chan Event) Event {
 	t.Helper()
 	select {
 	case ev, ok := <-ch:
@@ -43,10 +42,10 @@ func next(t *testing.T, ch <-chan registry.Event) registry.Event {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no watch event")
 	}
-	return registry.Event{}
+	return Event{}
 }
 
-func expect(t *testing.T, ch <-chan registry.Event, typ registry.EventType, key string) registry.Event {
+func expect(t *testing.T, ch <-chan Event, typ EventType, key string) Event {
 	t.Helper()
 	ev := next(t, ch)
 	if got := ev.Sandbox.Namespace + "/" + ev.Sandbox.Name; ev.Type != typ || got != key {
@@ -74,14 +73,14 @@ func TestWatchFollowsInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, all, registry.Added, "ns/a") // synthetic, for the existing sandbox
+	expect(t, all, Added, "ns/a") // synthetic, for the existing sandbox
 
 	h.Publish(nodeInv("node-2", t0, invEntry("other/b", "sb_b1", v1beta1.SandboxPhaseRunning)))
-	added := expect(t, all, registry.Added, "other/b")
-	expect(t, other, registry.Added, "other/b")
+	added := expect(t, all, Added, "other/b")
+	expect(t, other, Added, "other/b")
 
 	h.Publish(nodeInv("node-1", t0.Add(30*time.Second), invEntry("ns/a", "sb_a1", v1beta1.SandboxPhaseHibernated)))
-	mod := expect(t, all, registry.Modified, "ns/a")
+	mod := expect(t, all, Modified, "ns/a")
 	if mod.Sandbox.Spec.OperatingMode != agentsv1beta1.SandboxOperatingModeSuspended {
 		t.Fatalf("modified object is not suspended: %s", mod.Sandbox.Spec.OperatingMode)
 	}
@@ -90,7 +89,7 @@ func TestWatchFollowsInventory(t *testing.T) {
 	// that, past the 90 s window: its sandbox leaves.
 	clk.Step(200 * time.Second)
 	h.Publish(nodeInv("node-2", t0.Add(200*time.Second), invEntry("other/b", "sb_b1", v1beta1.SandboxPhaseRunning)))
-	del := expect(t, all, registry.Deleted, "ns/a")
+	del := expect(t, all, Deleted, "ns/a")
 	if del.Sandbox.Annotations[sandbox.AnnotationID] != "sb_a1" {
 		t.Fatalf("deleted event carries %v", del.Sandbox.Annotations)
 	}
@@ -99,13 +98,13 @@ func TestWatchFollowsInventory(t *testing.T) {
 	}
 	// node-1 publishes again and its sandbox returns.
 	h.Publish(nodeInv("node-1", t0.Add(201*time.Second), invEntry("ns/a", "sb_a1", v1beta1.SandboxPhaseRunning)))
-	expect(t, all, registry.Added, "ns/a")
+	expect(t, all, Added, "ns/a")
 
 	// The namespaced watch saw none of ns's events; a later one in its
 	// namespace arrives next.
 	h.Publish(nodeInv("node-2", t0.Add(202*time.Second)))
-	expect(t, other, registry.Deleted, "other/b")
-	expect(t, all, registry.Deleted, "other/b")
+	expect(t, other, Deleted, "other/b")
+	expect(t, all, Deleted, "other/b")
 
 	// Resuming after the first other/b event replays what followed.
 	resumed, err := svc.Watch(ctx, "", added.Revision)
@@ -113,9 +112,9 @@ func TestWatchFollowsInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []struct {
-		typ registry.EventType
+		typ EventType
 		key string
-	}{{registry.Modified, "ns/a"}, {registry.Deleted, "ns/a"}, {registry.Added, "ns/a"}, {registry.Deleted, "other/b"}} {
+	}{{Modified, "ns/a"}, {Deleted, "ns/a"}, {Added, "ns/a"}, {Deleted, "other/b"}} {
 		expect(t, resumed, want.typ, want.key)
 	}
 
@@ -125,7 +124,7 @@ func TestWatchFollowsInventory(t *testing.T) {
 	}
 
 	cancel()
-	for _, ch := range []<-chan registry.Event{all, other, resumed} {
+	for _, ch := range []<-chan Event{all, other, resumed} {
 		inventorytest.Eventually(t, "the watch to close", func() bool {
 			select {
 			case _, ok := <-ch:
@@ -149,18 +148,18 @@ func TestWatchSeesOwnWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := expect(t, w, registry.Added, "ns/mine")
+	ev := expect(t, w, Added, "ns/mine")
 	if ev.Sandbox.UID != created.UID || ev.Sandbox.ResourceVersion != created.ResourceVersion {
 		t.Fatalf("Added event %s@%s, create answered %s@%s", ev.Sandbox.UID, ev.Sandbox.ResourceVersion, created.UID, created.ResourceVersion)
 	}
 	if _, err := e.svc.Pause(ctx, "ns", "mine"); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, w, registry.Modified, "ns/mine")
+	expect(t, w, Modified, "ns/mine")
 	if _, err := e.svc.Delete(ctx, "ns", "mine"); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, w, registry.Deleted, "ns/mine")
+	expect(t, w, Deleted, "ns/mine")
 	// The node publishing the release later is not a second delete.
 	e.publish()
 	select {
@@ -194,7 +193,7 @@ func TestWatchExpiredAndSlow(t *testing.T) {
 	if w, err := svc.Watch(ctx, "", rev-3); err != nil {
 		t.Fatalf("Watch from a held revision: %v", err)
 	} else {
-		expect(t, w, registry.Added, "ns/s5")
+		expect(t, w, Added, "ns/s5")
 	}
 
 	// The watcher that never read fell more than two events behind and

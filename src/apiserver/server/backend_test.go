@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+
 	"context"
 	"fmt"
 	"sync"
@@ -20,10 +22,10 @@ import (
 // backend's, and records the subresource calls it receives.
 type memBackend struct {
 	mu       sync.Mutex
-	rev      registry.Revision
+	rev      sandboxes.Revision
 	items    map[string]*agentsv1beta1.Sandbox
-	history  []registry.Event
-	oldest   registry.Revision // history starts after this revision
+	history  []sandboxes.Event
+	oldest   sandboxes.Revision // history starts after this revision
 	watchers map[*memWatcher]struct{}
 
 	// failures maps an operation name to the error it answers next.
@@ -41,7 +43,7 @@ type forkCall struct {
 
 type memWatcher struct {
 	namespace string
-	ch        chan registry.Event
+	ch        chan sandboxes.Event
 }
 
 var _ registry.Backend = &memBackend{}
@@ -108,7 +110,7 @@ func (b *memBackend) Get(_ context.Context, ns, name string) (*agentsv1beta1.San
 	return sb.DeepCopy(), nil
 }
 
-func (b *memBackend) List(_ context.Context, ns string) ([]agentsv1beta1.Sandbox, registry.Revision, error) {
+func (b *memBackend) List(_ context.Context, ns string) ([]agentsv1beta1.Sandbox, sandboxes.Revision, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("list"); err != nil {
@@ -123,17 +125,17 @@ func (b *memBackend) List(_ context.Context, ns string) ([]agentsv1beta1.Sandbox
 	return out, b.rev, nil
 }
 
-func (b *memBackend) Watch(ctx context.Context, ns string, from registry.Revision) (<-chan registry.Event, error) {
+func (b *memBackend) Watch(ctx context.Context, ns string, from sandboxes.Revision) (<-chan sandboxes.Event, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("watch"); err != nil {
 		return nil, err
 	}
-	w := &memWatcher{namespace: ns, ch: make(chan registry.Event, 1024)}
+	w := &memWatcher{namespace: ns, ch: make(chan sandboxes.Event, 1024)}
 	if from == 0 {
 		for _, sb := range b.items {
 			if ns == "" || sb.Namespace == ns {
-				w.ch <- registry.Event{Type: registry.Added, Sandbox: sb.DeepCopy(), Revision: b.rev}
+				w.ch <- sandboxes.Event{Type: sandboxes.Added, Sandbox: sb.DeepCopy(), Revision: b.rev}
 			}
 		}
 	} else {
@@ -160,8 +162,8 @@ func (b *memBackend) Watch(ctx context.Context, ns string, from registry.Revisio
 }
 
 // record must be called with mu held.
-func (b *memBackend) record(t registry.EventType, sb *agentsv1beta1.Sandbox) {
-	ev := registry.Event{Type: t, Sandbox: sb.DeepCopy(), Revision: b.rev}
+func (b *memBackend) record(t sandboxes.EventType, sb *agentsv1beta1.Sandbox) {
+	ev := sandboxes.Event{Type: t, Sandbox: sb.DeepCopy(), Revision: b.rev}
 	b.history = append(b.history, ev)
 	for w := range b.watchers {
 		if w.namespace != "" && w.namespace != sb.Namespace {
@@ -177,7 +179,7 @@ func (b *memBackend) record(t registry.EventType, sb *agentsv1beta1.Sandbox) {
 }
 
 // put stores sb as a new or changed sandbox; mu must be held.
-func (b *memBackend) put(sb *agentsv1beta1.Sandbox, t registry.EventType) *agentsv1beta1.Sandbox {
+func (b *memBackend) put(sb *agentsv1beta1.Sandbox, t sandboxes.EventType) *agentsv1beta1.Sandbox {
 	b.rev++
 	sb.ResourceVersion = fmt.Sprint(uint64(b.rev))
 	b.items[key(sb.Namespace, sb.Name)] = sb
@@ -194,7 +196,7 @@ func (b *memBackend) Create(_ context.Context, in *agentsv1beta1.Sandbox) (*agen
 	if _, ok := b.items[key(in.Namespace, in.Name)]; ok {
 		return nil, apierrors.NewAlreadyExists(agentsv1beta1.Resource("sandboxes"), in.Name)
 	}
-	return b.put(claimed(in.DeepCopy(), "node-a"), registry.Added), nil
+	return b.put(claimed(in.DeepCopy(), "node-a"), sandboxes.Added), nil
 }
 
 // claimed fills in what a node reports about a fresh claim.
@@ -224,7 +226,7 @@ func (b *memBackend) Delete(_ context.Context, ns, name string) (*agentsv1beta1.
 	delete(b.items, key(ns, name))
 	b.rev++
 	sb.ResourceVersion = fmt.Sprint(uint64(b.rev))
-	b.record(registry.Deleted, sb)
+	b.record(sandboxes.Deleted, sb)
 	return sb.DeepCopy(), nil
 }
 
@@ -240,7 +242,7 @@ func (b *memBackend) setPhase(op, ns, name, phase string) (*agentsv1beta1.Sandbo
 	}
 	sb = sb.DeepCopy()
 	sb.Annotations["sandbox.cocoonstack.io/phase"] = phase
-	return b.put(sb, registry.Modified), nil
+	return b.put(sb, sandboxes.Modified), nil
 }
 
 func (b *memBackend) Pause(_ context.Context, ns, name string) (*agentsv1beta1.Sandbox, error) {
@@ -268,12 +270,12 @@ func (b *memBackend) Fork(_ context.Context, ns, name string, count int, ttlSeco
 		child.Namespace = ns
 		child.Name = fmt.Sprintf("%s-fork-%d", name, i)
 		child.Labels = parent.Labels
-		children = append(children, *b.put(claimed(child, parent.Status.NodeName), registry.Added))
+		children = append(children, *b.put(claimed(child, parent.Status.NodeName), sandboxes.Added))
 	}
 	return children, nil
 }
 
-func (b *memBackend) Snapshot(_ context.Context, ns, name, snapshotName string) (*registry.SnapshotResult, error) {
+func (b *memBackend) Snapshot(_ context.Context, ns, name, snapshotName string) (*sandboxes.SnapshotResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("snapshot"); err != nil {
@@ -284,5 +286,5 @@ func (b *memBackend) Snapshot(_ context.Context, ns, name, snapshotName string) 
 	if !ok {
 		return nil, notFound(name)
 	}
-	return &registry.SnapshotResult{ID: "ck_0001", Name: snapshotName, Node: sb.Status.NodeName, CreatedAt: "2030-01-01T00:00:00Z"}, nil
+	return &sandboxes.SnapshotResult{ID: "ck_0001", Name: snapshotName, Node: sb.Status.NodeName, CreatedAt: "2030-01-01T00:00:00Z"}, nil
 }

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+
 	"context"
 
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
@@ -19,12 +21,12 @@ type Backend interface {
 	Get(ctx context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error)
 	// List returns every sandbox in namespace ("" for all namespaces) and the
 	// revision of the view it was read from.
-	List(ctx context.Context, namespace string) ([]agentsv1beta1.Sandbox, Revision, error)
+	List(ctx context.Context, namespace string) ([]agentsv1beta1.Sandbox, sandboxes.Revision, error)
 	// Watch streams changes in namespace ("" for all) after revision from;
 	// from 0 starts with a synthetic Added event per existing sandbox. A
 	// revision the backend no longer remembers answers an Expired (410) error.
 	// The channel closes when ctx ends or the backend drops a slow watcher.
-	Watch(ctx context.Context, namespace string, from Revision) (<-chan Event, error)
+	Watch(ctx context.Context, namespace string, from sandboxes.Revision) (<-chan sandboxes.Event, error)
 	// Create claims a warm microVM for sb (see docs/sandbox-apiserver.md for
 	// how a Sandbox names its template, net lane, size and lease) and returns
 	// the object as created, with the node-granted deadline annotated.
@@ -39,36 +41,7 @@ type Backend interface {
 	// the given lease (0 = node default).
 	Fork(ctx context.Context, namespace, name string, count int, ttlSeconds int64) ([]agentsv1beta1.Sandbox, error)
 	// Snapshot checkpoints the sandbox; name may be empty.
-	Snapshot(ctx context.Context, namespace, name, snapshotName string) (*SnapshotResult, error)
+	Snapshot(ctx context.Context, namespace, name, snapshotName string) (*sandboxes.SnapshotResult, error)
 }
 
-// Revision orders changes of the backend's view. It is process-local: a watch
-// resumed against another replica gets Expired and relists, as clients do.
-type Revision uint64
-
-// EventType is the kind of change in an Event.
-type EventType string
-
-const (
-	Added    EventType = "ADDED"
-	Modified EventType = "MODIFIED"
-	Deleted  EventType = "DELETED"
-)
-
-// Event is one change of one sandbox in the backend's view.
-type Event struct {
-	Type     EventType
-	Sandbox  *agentsv1beta1.Sandbox
-	Revision Revision
-}
-
-// SnapshotResult describes a checkpoint sandboxd took.
-type SnapshotResult struct {
-	// ID is sandboxd's checkpoint id; Name the name asked for, if any.
-	ID   string
-	Name string
-	// Node is where the checkpoint lives.
-	Node string
-	// CreatedAt is RFC 3339.
-	CreatedAt string
-}
+var _ Backend = (*sandboxes.Service)(nil)

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +55,7 @@ func TestMatcher(t *testing.T) {
 }
 
 func TestParseResourceVersion(t *testing.T) {
-	for in, want := range map[string]Revision{"": 0, "0": 0, "17": 17, "18446744073709551615": 1<<64 - 1} {
+	for in, want := range map[string]sandboxes.Revision{"": 0, "0": 0, "17": 17, "18446744073709551615": 1<<64 - 1} {
 		got, err := parseResourceVersion(in)
 		if err != nil || got != want {
 			t.Errorf("parseResourceVersion(%q) = %d, %v; want %d", in, got, err, want)

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -39,7 +41,7 @@ func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptio
 		return nil, err
 	}
 	initial := options != nil && options.SendInitialEvents != nil && *options.SendInitialEvents
-	var from Revision
+	var from sandboxes.Revision
 	if options != nil && !initial {
 		if from, err = parseResourceVersion(options.ResourceVersion); err != nil {
 			return nil, err
@@ -66,7 +68,7 @@ func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptio
 	return w, nil
 }
 
-func parseResourceVersion(rv string) (Revision, error) {
+func parseResourceVersion(rv string) (sandboxes.Revision, error) {
 	if rv == "" || rv == "0" {
 		return 0, nil
 	}
@@ -74,7 +76,7 @@ func parseResourceVersion(rv string) (Revision, error) {
 	if err != nil {
 		return 0, errors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: sandboxes use decimal revisions", rv))
 	}
-	return Revision(n), nil
+	return sandboxes.Revision(n), nil
 }
 
 // sandboxWatch adapts a backend event channel to watch.Interface.
@@ -90,7 +92,7 @@ func (w *sandboxWatch) Stop() { w.stopOnce.Do(w.cancel) }
 // ResultChan is the event stream.
 func (w *sandboxWatch) ResultChan() <-chan watch.Event { return w.result }
 
-func (w *sandboxWatch) run(ctx context.Context, events <-chan Event, match matcher, listed []agentsv1beta1.Sandbox, initial, bookmarks bool, listedAt Revision) {
+func (w *sandboxWatch) run(ctx context.Context, events <-chan sandboxes.Event, match matcher, listed []agentsv1beta1.Sandbox, initial, bookmarks bool, listedAt sandboxes.Revision) {
 	defer close(w.result)
 	defer w.Stop()
 
@@ -150,17 +152,17 @@ func (w *sandboxWatch) send(ctx context.Context, ev watch.Event) bool {
 	}
 }
 
-func toWatchEvent(ev Event) (watch.Event, bool) {
+func toWatchEvent(ev sandboxes.Event) (watch.Event, bool) {
 	if ev.Sandbox == nil {
 		return watch.Event{}, false
 	}
 	var t watch.EventType
 	switch ev.Type {
-	case Added:
+	case sandboxes.Added:
 		t = watch.Added
-	case Modified:
+	case sandboxes.Modified:
 		t = watch.Modified
-	case Deleted:
+	case sandboxes.Deleted:
 		t = watch.Deleted
 	default:
 		return watch.Event{}, false
@@ -172,4 +174,4 @@ func toWatchEvent(ev Event) (watch.Event, bool) {
 	return watch.Event{Type: t, Object: sb}, true
 }
 
-func revisionString(rev Revision) string { return strconv.FormatUint(uint64(rev), 10) }
+func revisionString(rev sandboxes.Revision) string { return strconv.FormatUint(uint64(rev), 10) }
