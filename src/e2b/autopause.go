@@ -9,6 +9,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"k8s.io/utils/clock"
 )
 
 // autoPauser carries out e2b's onTimeout "pause" (autoPause on create):
@@ -23,7 +24,7 @@ import (
 type autoPauser struct {
 	fleet     Fleet
 	log       *slog.Logger
-	now       func() time.Time
+	clock     clock.PassiveClock
 	lead      time.Duration
 	retention time.Duration
 	// paused reports a done auto-pause: the sandbox's new deadline.
@@ -35,10 +36,10 @@ type autoPauser struct {
 	inway  sync.WaitGroup
 }
 
-func newAutoPauser(f Fleet, log *slog.Logger, now func() time.Time, lead, retention time.Duration,
+func newAutoPauser(f Fleet, log *slog.Logger, clk clock.PassiveClock, lead, retention time.Duration,
 	paused func(string, time.Time)) *autoPauser {
 	return &autoPauser{
-		fleet: f, log: log, now: now, lead: lead, retention: retention, paused: paused,
+		fleet: f, log: log, clock: clk, lead: lead, retention: retention, paused: paused,
 		timers: map[string]*time.Timer{},
 	}
 }
@@ -54,7 +55,7 @@ func (a *autoPauser) schedule(sb fleet.Sandbox, deadline time.Time) {
 	if t := a.timers[sb.ID]; t != nil {
 		t.Stop()
 	}
-	delay := max(deadline.Sub(a.now())-a.lead, 0)
+	delay := max(deadline.Sub(a.clock.Now())-a.lead, 0)
 	var t *time.Timer
 	t = time.AfterFunc(delay, func() {
 		a.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
@@ -52,8 +53,8 @@ type Config struct {
 	// AutoPauseRetention is the lease an auto-paused sandbox gets: how long
 	// it is kept paused (the node clamps it to its max_ttl).
 	AutoPauseRetention time.Duration
-	// Now is the clock; default time.Now.
-	Now func() time.Time
+	// Clock is the process clock; default the real one.
+	Clock clock.PassiveClock
 	// Logger logs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -221,8 +222,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.InitTimeout <= 0 {
 		c.InitTimeout = DefaultInitTimeout
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -186,7 +186,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
 		}
 	} else if req.Timeout != nil && *req.Timeout > 0 {
 		// A running sandbox's lease only ever grows on connect.
-		want := s.cfg.Now().Add(time.Duration(*req.Timeout) * time.Second)
+		want := s.cfg.Clock.Now().Add(time.Duration(*req.Timeout) * time.Second)
 		if want.After(sb.Deadline) && !s.renew(w, r, sb, *req.Timeout) {
 			return
 		}
@@ -238,7 +238,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	at := st.MeasuredAt
 	if at.IsZero() {
-		at = s.cfg.Now()
+		at = s.cfg.Clock.Now()
 	}
 	writeJSON(w, http.StatusOK, []sandboxMetric{{
 		Timestamp: at.UTC(), TimestampUnix: at.Unix(), CPUCount: st.CPUCount,

@@ -58,8 +58,8 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Now)}
-	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Now, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
+	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock)}
+	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Clock, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.serveHealth)
 

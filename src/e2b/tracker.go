@@ -5,6 +5,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // record is what the surface remembers about a sandbox it created that the
@@ -29,16 +31,16 @@ type record struct {
 // when its sandbox is killed, when its deadline passes, or, past max, the
 // one closest to its deadline goes first.
 type tracker struct {
-	max int
-	now func() time.Time
+	max   int
+	clock clock.PassiveClock
 
 	mu    sync.Mutex
 	byID  map[string]*record
 	order expiryHeap
 }
 
-func newTracker(max int, now func() time.Time) *tracker {
-	return &tracker{max: max, now: now, byID: map[string]*record{}}
+func newTracker(max int, clk clock.PassiveClock) *tracker {
+	return &tracker{max: max, clock: clk, byID: map[string]*record{}}
 }
 
 // put remembers r under id, replacing any earlier record.
@@ -66,7 +68,7 @@ func (t *tracker) get(namespace, id string) (record, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.byID[id]
-	if r == nil || r.namespace != namespace || t.now().After(r.deadline) {
+	if r == nil || r.namespace != namespace || t.clock.Now().After(r.deadline) {
 		return record{}, false
 	}
 	out := *r
@@ -102,7 +104,7 @@ func (t *tracker) len() int {
 
 // pruneLocked drops every record whose deadline has passed.
 func (t *tracker) pruneLocked() {
-	now := t.now()
+	now := t.clock.Now()
 	for len(t.order) > 0 && now.After(t.order[0].deadline) {
 		r := heap.Pop(&t.order).(*record)
 		delete(t.byID, r.id)

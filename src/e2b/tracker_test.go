@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestTrackerBoundsAndExpiry(t *testing.T) {
-	now := time.Unix(1000, 0)
-	tr := newTracker(3, func() time.Time { return now })
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	now := clk.Now()
+	tr := newTracker(3, clk)
 	for i := range 5 {
 		tr.put(fmt.Sprint("sb_", i), record{namespace: "ns", deadline: now.Add(time.Duration(10+i) * time.Second), metadata: map[string]string{"i": fmt.Sprint(i)}})
 	}
@@ -31,6 +34,7 @@ func TestTrackerBoundsAndExpiry(t *testing.T) {
 	}
 	tr.extend("sb_2", now.Add(time.Hour))
 	now = now.Add(20 * time.Second) // past sb_3 and sb_4
+	clk.SetTime(now)
 	if _, ok := tr.get("ns", "sb_3"); ok {
 		t.Error("an expired record is served")
 	}

@@ -46,7 +46,7 @@ func (m *Mesh) rebuildIndexLocked(start time.Time, results []probe) {
 // record notes that id lives on addr under claimRef.
 func (m *Mesh) record(id, addr, claimRef string) {
 	m.mu.Lock()
-	m.index[id] = indexEntry{addr: addr, claimRef: claimRef, addedAt: m.cfg.Now()}
+	m.index[id] = indexEntry{addr: addr, claimRef: claimRef, addedAt: m.cfg.Clock.Now()}
 	m.mu.Unlock()
 }
 
@@ -69,7 +69,7 @@ func (m *Mesh) lookup(id string) (indexEntry, bool) {
 // recordRows replaces what the index says about addr with a fresh list
 // of its sandboxes.
 func (m *Mesh) recordRows(addr string, rows []sandboxd.Sandbox) {
-	now := m.cfg.Now()
+	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	listed := make(map[string]bool, len(rows))

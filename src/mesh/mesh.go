@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"k8s.io/utils/clock"
 )
 
 // Defaults for the zero values of Config.
@@ -50,8 +51,8 @@ type Config struct {
 	// Logger receives membership changes; default discards. Tokens are
 	// never logged.
 	Logger *slog.Logger
-	// Now is the clock; default time.Now.
-	Now func() time.Time
+	// Clock is the process clock; default the real one.
+	Clock clock.PassiveClock
 }
 
 // Mesh is the view of a sandboxd mesh. It is safe for concurrent use.
@@ -106,8 +107,8 @@ func New(cfg Config) (*Mesh, error) {
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	logger := cfg.Logger
 	if logger == nil {

@@ -26,7 +26,7 @@ type probe struct {
 func (m *Mesh) Refresh(ctx context.Context) error {
 	m.refreshMu.Lock()
 	defer m.refreshMu.Unlock()
-	start := m.cfg.Now()
+	start := m.cfg.Clock.Now()
 
 	pending := m.candidates()
 	asked := map[string]bool{}
@@ -115,7 +115,7 @@ func (m *Mesh) probe(ctx context.Context, addr string) probe {
 
 // apply replaces the view with a refresh's results.
 func (m *Mesh) apply(start time.Time, results []probe) error {
-	now := m.cfg.Now()
+	now := m.cfg.Clock.Now()
 	var joined, left []string
 	var errs []error
 	anyLive := false
