@@ -82,6 +82,13 @@ func (a *autoPauser) cancel(id string) {
 	}
 }
 
+// pending reports whether id has a pause scheduled.
+func (a *autoPauser) pending(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.timers[id] != nil
+}
+
 // close stops every scheduled pause and waits for those under way.
 func (a *autoPauser) close() {
 	a.mu.Lock()

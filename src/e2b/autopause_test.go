@@ -66,11 +66,16 @@ func TestAutoPause(t *testing.T) {
 	}
 	waitPaused(long.SandboxID, 30*time.Second)
 
-	// Without autoPause the sandbox is not paused at the lead.
+	// Without autoPause no pause is ever scheduled; with it, one is.
 	plain := e.create(t, keyA, map[string]any{"timeout": 60})
-	time.Sleep(lead)
-	if got := state(plain.SandboxID); got != "running" {
-		t.Errorf("a sandbox without autoPause is %s", got)
+	plainID, _ := sandbox.CanonicalID(plain.SandboxID)
+	if e2b.PausePending(e.srv, plainID) {
+		t.Error("a sandbox without autoPause has a pause scheduled")
+	}
+	paused := e.create(t, keyA, map[string]any{"timeout": 60, "autoPause": true})
+	pausedID, _ := sandbox.CanonicalID(paused.SandboxID)
+	if !e2b.PausePending(e.srv, pausedID) {
+		t.Error("a sandbox with autoPause has no pause scheduled")
 	}
 
 	// The egress lane never hibernates, so autoPause there is refused.
