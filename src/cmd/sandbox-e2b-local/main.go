@@ -15,19 +15,18 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
@@ -48,10 +47,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(serve.SignalContext(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -76,16 +72,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !isLoopback(o.host) {
 		logger.Warn("serving beyond loopback: anyone with the API key can run commands on this host through the simulated envd guests", "host", o.host)
 	}
-	if err := serve(ctx, o, stdout, logger, requestLog(stderr, &mu)); err != nil {
+	if err := runLocal(ctx, o, stdout, logger, requestLog(stderr, &mu)); err != nil {
 		logger.Error("sandbox-e2b-local failed", "err", err)
 		return exitFailure
 	}
 	return exitOK
 }
 
-// serve starts the mesh and the servers, prints the SDK environment and
-// runs until ctx ends.
-func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logger, wrap func(string, http.Handler) http.Handler) error {
+// runLocal starts the simulated mesh and sandbox-e2b over it, prints the
+// SDK environment and runs until ctx ends.
+func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logger, wrap func(string, http.Handler) http.Handler) error {
 	rootToken, err := randomHex(32)
 	if err != nil {
 		return err
@@ -156,7 +152,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logge
 			return err
 		}
 	}
-	cfg := app.Config{
+	cfg := e2bmesh.Config{
 		E2B: e2b.Config{
 			Namespace:      namespace,
 			Domain:         o.domain,
@@ -173,34 +169,19 @@ func serve(ctx context.Context, o *options, stdout io.Writer, logger *slog.Logge
 		RefreshInterval: o.refreshInterval,
 		Wrap:            wrap,
 	}
-	a, err := app.Start(ctx, cfg, logger)
+	p, err := e2bmesh.Start(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), app.ShutdownTimeout)
-		defer scancel()
-		if err := a.Shutdown(sctx); err != nil {
-			logger.Warn("shutdown", "err", err)
-		}
-	}()
-
 	for _, n := range f.Nodes() {
 		fmt.Fprintf(stdout, "# sandboxd node %s %s\n", n.Name(), n.Addr())
 	}
-	fmt.Fprintf(stdout, "export E2B_API_URL=%s\n", "http://"+urlHost(a.APIAddr()))
+	fmt.Fprintf(stdout, "export E2B_API_URL=%s\n", "http://"+urlHost(p.APIAddr()))
 	fmt.Fprintf(stdout, "export E2B_API_KEY=%s\n", apiKey)
 	fmt.Fprintf(stdout, "export E2B_DOMAIN=%s\n", o.domain)
-	fmt.Fprintf(stdout, "export E2B_SANDBOX_URL=%s\n", "http://"+urlHost(a.ProxyAddr()))
+	fmt.Fprintf(stdout, "export E2B_SANDBOX_URL=%s\n", "http://"+urlHost(p.ProxyAddr()))
 	fmt.Fprintln(stdout, "# ready")
-
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		return nil
-	case err := <-a.Err():
-		return err
-	}
+	return p.Run(ctx)
 }
 
 // urlHost is the host:port a client on this machine dials for a bound

@@ -10,13 +10,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
-	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
+	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // Exit codes: 2 is the conventional one for a bad command line.
@@ -47,22 +46,19 @@ Flags:
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(serve.SignalContext(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func newFlagSet(o *app.Options) *pflag.FlagSet {
+func newFlagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sandbox-e2b", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	o.AddFlags(fs)
+	o.addFlags(fs)
 	return fs
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts := app.NewOptions()
+	opts := newOptions()
 	fs := newFlagSet(opts)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, pflag.ErrHelp):
@@ -82,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
 		return exitUsage
 	}
-	cfg, err := opts.Config()
+	cfg, err := opts.config()
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\nRun 'sandbox-e2b --help' for the flags.\n", err)
 		return exitUsage
@@ -91,23 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger.Warn("--e2b-allow-anonymous: the e2b surface serves callers without an API key")
 	}
 
-	a, err := app.Start(ctx, cfg, logger)
+	p, err := e2bmesh.Start(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
 		return exitFailure
 	}
-	code := exitOK
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-a.Err():
-		logger.Error("listener failed", "err", err)
-		code = exitFailure
+	if err := p.Run(ctx); err != nil {
+		logger.Error("sandbox-e2b stopped", "err", err)
+		return exitFailure
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), app.ShutdownTimeout)
-	defer cancel()
-	if err := a.Shutdown(sctx); err != nil {
-		logger.Warn("shutdown", "err", err)
-	}
-	return code
+	return exitOK
 }

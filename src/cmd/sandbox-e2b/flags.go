@@ -1,30 +1,26 @@
-package app
+package main
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
-// maxTokenFileBytes bounds the sandboxd token file: a token is one line.
-const maxTokenFileBytes = 64 << 10
-
-// Options are sandbox-e2b's command-line flags.
-type Options struct {
+// options are sandbox-e2b's command-line flags.
+type options struct {
 	// E2B are the --e2b-* flags the surface shares with sandbox-apiserver.
 	E2B *e2b.Options
 
-	Sandboxd          []string
-	SandboxdToken     string
-	SandboxdTokenFile string
+	Sandboxd      []string
+	SandboxdToken sandboxd.TokenOptions
 
 	MeshRefreshInterval time.Duration
 	MeshNodeTimeout     time.Duration
@@ -35,23 +31,20 @@ type Options struct {
 	GuestHTTP2           bool
 }
 
-// NewOptions returns the flag defaults.
-func NewOptions() *Options {
-	return &Options{
+// newOptions returns the flag defaults.
+func newOptions() *options {
+	return &options{
 		E2B:                 e2b.NewOptions(),
 		MeshRefreshInterval: mesh.DefaultRefreshInterval,
 		MeshNodeTimeout:     mesh.DefaultNodeTimeout,
 	}
 }
 
-// AddFlags registers every sandbox-e2b flag on fs.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
+// addFlags registers every sandbox-e2b flag on fs.
+func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Sandboxd, "sandboxd", o.Sandboxd,
 		"Seed sandboxd node address (host:port or http(s)://host:port), repeated or comma-separated; at least one. The other mesh members are found through the nodes' own gossip (GET /v1/peers); give each seed as the nodes advertise themselves. Seeds are retried for as long as the process runs.")
-	fs.StringVar(&o.SandboxdToken, "sandboxd-token", o.SandboxdToken,
-		"sandboxd api_token presented to every node. It must be the root token: the surface reads claim tokens by id and runs lifecycle verbs by id with it. Prefer --sandboxd-token-file.")
-	fs.StringVar(&o.SandboxdTokenFile, "sandboxd-token-file", o.SandboxdTokenFile,
-		"File holding the sandboxd api_token (surrounding whitespace trimmed); overrides --sandboxd-token. One of the two is required.")
+	o.SandboxdToken.AddFlags(fs)
 	fs.DurationVar(&o.MeshRefreshInterval, "mesh-refresh-interval", o.MeshRefreshInterval,
 		"Time between two refreshes of the mesh view: members through GET /v1/peers, warm counts through GET /v1/info, sandbox owners through GET /v1/sandboxes. A node that fails a refresh or a call leaves the view until it answers again.")
 	fs.DurationVar(&o.MeshNodeTimeout, "mesh-node-timeout", o.MeshNodeTimeout,
@@ -67,9 +60,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Forward data-plane requests to the guest over cleartext HTTP/2. Off by default: envd 0.8.0 serves HTTP/1.1 only. Clients still reach the data plane over HTTP/2.")
 }
 
-// Config validates the options and reads the files they name. Each error
+// config validates the options and reads the files they name. Each error
 // names the flag that fixes it.
-func (o *Options) Config() (Config, error) {
+func (o *options) config() (e2bmesh.Config, error) {
 	var seeds []string
 	for _, s := range o.Sandboxd {
 		if s = strings.TrimSpace(s); s != "" {
@@ -77,41 +70,37 @@ func (o *Options) Config() (Config, error) {
 		}
 	}
 	if len(seeds) == 0 {
-		return Config{}, errors.New("--sandboxd: at least one seed node address is required")
+		return e2bmesh.Config{}, errors.New("--sandboxd: at least one seed node address is required")
 	}
-	token := o.SandboxdToken
-	if o.SandboxdTokenFile != "" {
-		t, err := readTokenFile(o.SandboxdTokenFile)
-		if err != nil {
-			return Config{}, fmt.Errorf("--sandboxd-token-file: %w", err)
-		}
-		token = t
+	token, err := o.SandboxdToken.Load()
+	if err != nil {
+		return e2bmesh.Config{}, fmt.Errorf("--sandboxd-token-file: %w", err)
 	}
 	if token == "" {
-		return Config{}, errors.New("set --sandboxd-token-file (or --sandboxd-token): the surface reads claim tokens and runs lifecycle verbs with the nodes' root api_token")
+		return e2bmesh.Config{}, errors.New("set --sandboxd-token-file (or --sandboxd-token): the surface reads claim tokens and runs lifecycle verbs with the nodes' root api_token")
 	}
 	if o.MeshRefreshInterval <= 0 {
-		return Config{}, fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.MeshRefreshInterval)
+		return e2bmesh.Config{}, fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.MeshRefreshInterval)
 	}
 	if o.MeshNodeTimeout <= 0 {
-		return Config{}, fmt.Errorf("--mesh-node-timeout: %v must be positive", o.MeshNodeTimeout)
+		return e2bmesh.Config{}, fmt.Errorf("--mesh-node-timeout: %v must be positive", o.MeshNodeTimeout)
 	}
 	if (o.EnvdProxyTLSCertFile == "") != (o.EnvdProxyTLSKeyFile == "") {
-		return Config{}, errors.New("--envd-proxy-tls-cert-file and --envd-proxy-tls-private-key-file must be set together")
+		return e2bmesh.Config{}, errors.New("--envd-proxy-tls-cert-file and --envd-proxy-tls-private-key-file must be set together")
 	}
 	if o.EnvdProxyBindAddress == "" {
 		switch {
 		case o.EnvdProxyTLSCertFile != "":
-			return Config{}, errors.New("--envd-proxy-tls-cert-file: has no effect without --envd-proxy-bind-address")
+			return e2bmesh.Config{}, errors.New("--envd-proxy-tls-cert-file: has no effect without --envd-proxy-bind-address")
 		case o.GuestHTTP2:
-			return Config{}, errors.New("--guest-http2: has no effect without --envd-proxy-bind-address")
+			return e2bmesh.Config{}, errors.New("--guest-http2: has no effect without --envd-proxy-bind-address")
 		}
 	}
 	e2bCfg, err := o.E2B.Config()
 	if err != nil {
-		return Config{}, err
+		return e2bmesh.Config{}, err
 	}
-	return Config{
+	return e2bmesh.Config{
 		E2B:             e2bCfg,
 		APIAddress:      o.E2B.BindAddress,
 		Seeds:           seeds,
@@ -123,24 +112,4 @@ func (o *Options) Config() (Config, error) {
 		TLSKeyFile:      o.EnvdProxyTLSKeyFile,
 		GuestHTTP2:      o.GuestHTTP2,
 	}, nil
-}
-
-func readTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	buf, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(buf) > maxTokenFileBytes {
-		return "", fmt.Errorf("%s is larger than %d bytes", path, maxTokenFileBytes)
-	}
-	t := strings.TrimSpace(string(buf))
-	if t == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return t, nil
 }
