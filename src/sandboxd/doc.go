@@ -11,6 +11,9 @@
 // ErrUnauthorized, ...), so callers branch with errors.Is instead of
 // comparing status codes.
 //
+// TokenOptions are the --sandboxd-token and --sandboxd-token-file flags of
+// the fleet token a binary presents to every node.
+//
 // Tokens are credentials: nothing in this package logs them or puts them in
 // an error string.
 package sandboxd

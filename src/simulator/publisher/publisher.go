@@ -3,9 +3,11 @@
 // named after it, replaced wholesale by server-side apply on a fixed cadence
 // and stamped with the time it was built.
 //
-// The publisher does not know the simulator. It calls a Source for the
-// inventory to publish, so the simulator stays free of Kubernetes clients
-// and this package stays free of simulator internals.
+// A Publisher does not drive the simulator: it calls a Source for the
+// inventory to publish, so the simulated node stays free of Kubernetes
+// clients. FromSnapshot is the one conversion of a node's Snapshot into
+// the NodeInventory it publishes; the simulator's fleet and the tests that
+// build inventories without a kube-apiserver both use it.
 package publisher
 
 import (
