@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
@@ -141,13 +142,10 @@ func parseFlags(args []string) (*options, error) {
 		o.nonLoopback = true
 	}
 
-	token := r.apiToken
-	if r.apiTokenFile != "" {
-		t, err := readSecret(r.apiTokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--api-token-file: %w", err)
-		}
-		token = t
+	// The root token is read as every binary reads a sandboxd token.
+	token, err := (&sandboxd.TokenOptions{Token: r.apiToken, File: r.apiTokenFile}).Load()
+	if err != nil {
+		return nil, fmt.Errorf("--api-token-file: %w", err)
 	}
 	o.openNodes = token == ""
 	tenants, err := readTenants(r.tenantsFile)
@@ -243,14 +241,13 @@ func (r *rawFlags) envdConfig(set map[string]bool) (*fleet.EnvdConfig, error) {
 	}
 	cfg := &fleet.EnvdConfig{Version: r.envdVersion}
 	if set["envd-secret-file"] {
-		if r.envdSecretFile == "" {
-			return nil, errors.New("--envd-secret-file: must name a file")
-		}
-		secret, err := readSecret(r.envdSecretFile)
+		// Read as the e2b surface and the envd proxy read it, so the
+		// guests derive the same access tokens.
+		secret, err := envdtoken.ReadSecretFile(r.envdSecretFile)
 		if err != nil {
 			return nil, fmt.Errorf("--envd-secret-file: %w", err)
 		}
-		cfg.Secret = []byte(secret)
+		cfg.Secret = secret
 	}
 	return cfg, nil
 }

@@ -11,21 +11,6 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
-// readSecret reads a secret file (a token, a key), trimming surrounding
-// whitespace such as the newline an editor or a Secret mount leaves. The
-// error never quotes the content.
-func readSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return s, nil
-}
-
 func readTenants(path string) ([]node.Tenant, error) {
 	if path == "" {
 		return nil, nil
