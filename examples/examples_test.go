@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -27,7 +29,7 @@ import (
 	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	"github.com/cocoonstack/sandbox-operator/examples"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // decoder decodes only the upstream agent-sandbox kinds, strictly: an
@@ -179,11 +181,11 @@ func TestSandboxClaimsFromTheWarmedPool(t *testing.T) {
 	if wp.Spec.Replicas == nil || *wp.Spec.Replicas < 1 {
 		t.Errorf("SandboxWarmPool %s asks for no warm capacity", wp.Name)
 	}
-	want, ok := sandboxes.PoolKeyOf(tpl.Annotations, tpl.Spec.PodTemplate.Spec.Containers)
+	want, ok := sandbox.PoolKeyOf(tpl.Annotations, firstImage(tpl.Spec.PodTemplate.Spec.Containers))
 	if !ok {
 		t.Fatalf("SandboxTemplate %s names no pool template", tpl.Name)
 	}
-	got, ok := sandboxes.PoolKeyOf(sb.Annotations, sb.Spec.PodTemplate.Spec.Containers)
+	got, ok := sandbox.PoolKeyOf(sb.Annotations, firstImage(sb.Spec.PodTemplate.Spec.Containers))
 	if !ok {
 		t.Fatalf("Sandbox %s names no pool template", sb.Name)
 	}
@@ -361,4 +363,11 @@ func hasPath(m map[string]any, path string) bool {
 		}
 	}
 	return true
+}
+
+func firstImage(containers []corev1.Container) string {
+	if len(containers) == 0 {
+		return ""
+	}
+	return containers[0].Image
 }

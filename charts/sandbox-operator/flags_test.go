@@ -12,7 +12,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
@@ -26,7 +26,7 @@ import (
 func apiserverFlags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sandbox-apiserver", pflag.ContinueOnError)
 	server.NewRecommendedOptions().AddFlags(fs)
-	(&sandboxes.TokenOptions{}).AddFlags(fs)
+	(&sandboxd.TokenOptions{}).AddFlags(fs)
 	inventory.AddFlags(fs, inventory.NewOptions())
 	e2b.NewOptions().AddFlags(fs)
 
@@ -50,7 +50,7 @@ func proxyFlags() *pflag.FlagSet {
 		fs.String(name, "", "")
 	}
 	fs.Bool("guest-http2", false, "")
-	(&sandboxes.TokenOptions{}).AddFlags(fs)
+	(&sandboxd.TokenOptions{}).AddFlags(fs)
 	inventory.AddFlags(fs, inventory.NewOptions())
 	return fs
 }

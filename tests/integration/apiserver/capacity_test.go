@@ -65,10 +65,11 @@ func (e *testEnv) createOnce(ctx context.Context, t *testing.T, sb *agentsv1beta
 	return out
 }
 
-// TestCapacity fills the fleet: first the small node, which the server
-// keeps trying first and which refuses with 429, so creates fall through
-// to the others; then every node, after which creates fail fast with 429
-// instead of hanging.
+// TestCapacity fills the fleet: first the small node, which advertises
+// the most warm VMs (so two random choices put it first whenever they draw
+// it) and, once full, refuses with 429, so creates fall through to the
+// others; then every node, after which creates fail fast with 429 instead
+// of hanging.
 func TestCapacity(t *testing.T) {
 	e := sharedEnv(t)
 	ctx := testContext(t)
@@ -76,19 +77,17 @@ func TestCapacity(t *testing.T) {
 	small := e.nodeName(nodeSmall)
 
 	t.Run("FallThrough", func(t *testing.T) {
-		// The small node advertises the most warm VMs, so it is the first
-		// candidate until it is full.
+		// The small node is drawn for two creates in three; twelve
+		// creates leave it short only about once in twenty thousand runs.
+		const maxFills = 12
 		for i := 0; e.nodeClaims(nodeSmall) < smallMaxClaims; i++ {
-			if i == smallMaxClaims {
-				t.Fatalf("%d creates left the small node with %d claims, want %d: it is not tried first", i, e.nodeClaims(nodeSmall), smallMaxClaims)
+			if i == maxFills {
+				t.Fatalf("%d creates left the small node with %d claims, want %d: it is never tried", i, e.nodeClaims(nodeSmall), smallMaxClaims)
 			}
-			sb := e.mustCreate(ctx, t, newSandbox(ns, fmt.Sprintf("fill-%d", i), withTemplate(templateBase)))
-			if sb.Status.NodeName != small {
-				t.Errorf("fill-%d landed on %s, want the small node %s while it has room", i, sb.Status.NodeName, small)
-			}
+			e.mustCreate(ctx, t, newSandbox(ns, fmt.Sprintf("fill-%d", i), withTemplate(templateBase)))
 		}
-		// Full, it still advertises warm VMs: each create is refused
-		// there first and granted elsewhere.
+		// Full, it still advertises warm VMs: a create that tries it is
+		// refused there and granted elsewhere.
 		for i := range 3 {
 			sb := e.mustCreate(ctx, t, newSandbox(ns, fmt.Sprintf("over-%d", i), withTemplate(templateBase)))
 			if sb.Status.NodeName == small {

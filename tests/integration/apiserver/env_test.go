@@ -78,8 +78,8 @@ const (
 // The fleet. Node names are fleet.Config's default "sim-node-<i>".
 //
 //   - nodeSmall holds at most smallMaxClaims sandboxes and keeps the most
-//     warm "base" VMs, so the server tries it first for every "base" claim
-//     and falls through to the others once it is full.
+//     warm "base" VMs, so the server tries it first whenever the node
+//     choice draws it, and falls through to the others once it is full.
 //   - nodeBig1 and nodeBig2 serve "base" and the image imagePython.
 //   - nodeVictim serves only templateVictim, so the freshness test can put
 //     a sandbox on it, and only it, before killing it.
