@@ -1,10 +1,13 @@
 package envdproxy
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // accessLine is what one request's access log line says. It carries no
@@ -17,53 +20,23 @@ type accessLine struct {
 	reason              string
 }
 
-// recorder notes the status and size of the answer. Unwrap lets
-// http.ResponseController reach the server's writer for flushing,
-// hijacking (Upgrade) and full duplex.
+// recorder notes the status and size of the answer for the access line.
 type recorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-	line   *accessLine
+	serve.Recorder
+	line *accessLine
 }
-
-func (r *recorder) WriteHeader(code int) {
-	// 1xx answers other than 101 are interim; the final status follows.
-	if r.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(b)
-	r.bytes += int64(n)
-	return n, err
-}
-
-func (r *recorder) Flush() {
-	_ = http.NewResponseController(r.ResponseWriter).Flush()
-}
-
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (p *Proxy) logAccess(line *accessLine, rec *recorder, start time.Time) {
 	if !p.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	status := rec.status
-	if status == 0 {
-		status = http.StatusSwitchingProtocols // hijacked by an Upgrade
-	}
+	status := cmp.Or(rec.Status, http.StatusOK) // 0: the handler wrote nothing
 	attrs := []slog.Attr{
 		slog.String("method", line.method),
 		slog.String("path", line.path),
 		slog.String("proto", line.proto),
 		slog.Int("status", status),
-		slog.Int64("bytes", rec.bytes),
+		slog.Int64("bytes", rec.Bytes),
 		slog.Duration("duration", p.cfg.Clock.Since(start)),
 	}
 	if line.sandbox != "" {

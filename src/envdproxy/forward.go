@@ -52,7 +52,7 @@ func newForwarder(guestHTTP2 bool, logger *slog.Logger) *forwarder {
 			if rec, ok := w.(*recorder); ok && rec.line != nil {
 				rec.line.reason = "guest: " + err.Error()
 			}
-			if rec, ok := w.(*recorder); ok && rec.status != 0 {
+			if rec, ok := w.(*recorder); ok && rec.Status != 0 {
 				return // headers already sent; nothing left to say
 			}
 			reply(w, http.StatusBadGateway, msgUnavailable)

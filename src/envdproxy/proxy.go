@@ -11,6 +11,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // EnvdPort is envd's guest port, the only one that takes signed file URLs
@@ -52,7 +53,7 @@ func New(cfg Config) (*Proxy, error) {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Clock.Now()
 	line := accessLine{method: r.Method, path: r.URL.Path, proto: r.Proto}
-	rec := &recorder{ResponseWriter: w, line: &line}
+	rec := &recorder{Recorder: serve.Recorder{ResponseWriter: w}, line: &line}
 	defer func() { p.logAccess(&line, rec, start) }()
 	p.serve(rec, r, &line)
 }

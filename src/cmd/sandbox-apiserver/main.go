@@ -48,7 +48,7 @@ Flags:
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // options are the command line of the binary.
@@ -108,33 +108,23 @@ func (o *options) validate() error {
 	return nil
 }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
-		return 2
+		return serve.ExitUsage
 	}
 
 	o := newOptions()
-	fs := o.flagSet()
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHeader)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := serve.ParseCommandLine(o.flagSet(), usageHeader, args, stdout, stderr); !ok {
+		return exit
 	}
 	if err := o.validate(); err != nil {
-		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
-		return 2
+		return serve.UsageError(stderr, "sandbox-apiserver", err)
 	}
 	if err := runServer(serve.SignalContext(), logger, o); err != nil {
 		logger.Error("sandbox-apiserver stopped", "err", err)
-		return 1
+		return serve.ExitFailure
 	}
 	return 0
 }

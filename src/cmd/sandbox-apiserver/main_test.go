@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 func TestUnknownLogLevelFailsStartup(t *testing.T) {
 	t.Setenv(oplog.LevelEnv, "chatty")
 	var stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stderr); code != 2 {
+	if code := run([]string{"--help"}, io.Discard, &stderr); code != 2 {
 		t.Errorf("exit code = %d, want 2", code)
 	}
 	if !strings.Contains(stderr.String(), `OPERATOR_LOG_LEVEL="chatty"`) {
@@ -75,7 +76,7 @@ func TestInvalidFlagsFailStartup(t *testing.T) {
 		{"--warm-pool-sync-interval=-1s"},
 	} {
 		var stderr bytes.Buffer
-		if code := run(args, &stderr); code != 2 {
+		if code := run(args, io.Discard, &stderr); code != 2 {
 			t.Errorf("run(%v) = %d, want 2 (stderr %q)", args, code, stderr.String())
 		}
 	}
@@ -83,11 +84,11 @@ func TestInvalidFlagsFailStartup(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	t.Setenv(oplog.LevelEnv, "")
-	var stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stderr); code != 0 {
+	var stdout bytes.Buffer
+	if code := run([]string{"--help"}, &stdout, io.Discard); code != 0 {
 		t.Fatalf("--help exit code = %d", code)
 	}
-	out := stderr.String()
+	out := stdout.String()
 	if !strings.Contains(out, "--sandboxd-token-file") || strings.Contains(out, "--etcd") {
 		t.Errorf("help output:\n%s", out)
 	}
@@ -118,7 +119,7 @@ func TestE2BStartupValidation(t *testing.T) {
 		{[]string{"--enable-e2b-api", "--e2b-domain=sb.example.com", "--e2b-envd-secret-file=" + secret, "--e2b-api-key-file=" + keys, "--e2b-template-alias-file=" + writeFile(t, "base\n")}, "line 1"},
 	} {
 		var stderr bytes.Buffer
-		if code := run(tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+		if code := run(tc.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("run(%v) = %d, stderr %q; want 2 and a message naming %s", tc.args, code, stderr.String(), tc.want)
 		}
 		if strings.Contains(stderr.String(), "s3cr3t-value") || strings.Contains(stderr.String(), "key1") {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -65,8 +64,6 @@ type options struct {
 
 func newFlagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sandbox-e2b-local", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address the e2b API and the data plane bind (the simulated nodes always bind 127.0.0.1). Anything but loopback lets others run commands on this host")
 	fs.IntVar(&o.port, "port", 3000, "port of the e2b REST API (E2B_API_URL); 0 picks a free one")
 	fs.IntVar(&o.dataPort, "data-plane-port", 3001, "port of the envd data plane (E2B_SANDBOX_URL); 0 picks a free one")
@@ -83,46 +80,38 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	return fs
 }
 
-// parseFlags parses and validates args.
-func parseFlags(args []string) (*options, *pflag.FlagSet, error) {
-	o := &options{}
-	fs := newFlagSet(o)
-	if err := fs.Parse(args); err != nil {
-		return nil, fs, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fs, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
+// validate refuses values the local system cannot run with.
+func (o *options) validate() error {
 	switch {
 	case o.host == "":
-		return nil, fs, errors.New("--host: must not be empty")
+		return errors.New("--host: must not be empty")
 	case o.port < 0 || o.port > 65535:
-		return nil, fs, fmt.Errorf("--port: %d is not a port", o.port)
+		return fmt.Errorf("--port: %d is not a port", o.port)
 	case o.dataPort < 0 || o.dataPort > 65535:
-		return nil, fs, fmt.Errorf("--data-plane-port: %d is not a port", o.dataPort)
+		return fmt.Errorf("--data-plane-port: %d is not a port", o.dataPort)
 	case o.port != 0 && o.port == o.dataPort:
-		return nil, fs, errors.New("--data-plane-port: must differ from --port")
+		return errors.New("--data-plane-port: must differ from --port")
 	case o.nodes < 1:
-		return nil, fs, fmt.Errorf("--nodes: %d must be at least 1", o.nodes)
+		return fmt.Errorf("--nodes: %d must be at least 1", o.nodes)
 	case o.coldNodes < 0 || o.coldNodes >= o.nodes:
-		return nil, fs, fmt.Errorf("--cold-nodes: %d must be at least 0 and fewer than --nodes (%d)", o.coldNodes, o.nodes)
+		return fmt.Errorf("--cold-nodes: %d must be at least 0 and fewer than --nodes (%d)", o.coldNodes, o.nodes)
 	case o.warm < 1:
-		return nil, fs, fmt.Errorf("--warm: %d must be at least 1", o.warm)
+		return fmt.Errorf("--warm: %d must be at least 1", o.warm)
 	case o.template == "":
-		return nil, fs, errors.New("--template: must not be empty")
+		return errors.New("--template: must not be empty")
 	case o.domain == "":
-		return nil, fs, errors.New("--domain: must not be empty")
+		return errors.New("--domain: must not be empty")
 	case o.refillDelay < 0 || o.coldDelay < 0:
-		return nil, fs, errors.New("--refill-delay and --cold-provision-delay must not be negative")
+		return errors.New("--refill-delay and --cold-provision-delay must not be negative")
 	case o.refreshInterval <= 0:
-		return nil, fs, fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.refreshInterval)
+		return fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.refreshInterval)
 	case o.defaultTimeout < 1:
-		return nil, fs, fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
+		return fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
 	}
 	if o.anonymous && !isLoopback(o.host) {
-		return nil, fs, fmt.Errorf("--host %s: anonymous access is allowed on loopback only; pass --anonymous=false to require the generated API key", o.host)
+		return fmt.Errorf("--host %s: anonymous access is allowed on loopback only; pass --anonymous=false to require the generated API key", o.host)
 	}
-	return o, fs, nil
+	return nil
 }
 
 // isLoopback reports whether host names only the loopback interface.

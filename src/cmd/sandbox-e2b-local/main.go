@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,8 +17,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
@@ -32,10 +29,6 @@ import (
 )
 
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
-
 	// namespace is where every local sandbox lands.
 	namespace = "default"
 	// anonymousKey is what E2B_API_KEY holds with --anonymous: the SDK
@@ -51,15 +44,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, fs, err := parseFlags(args)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprint(stdout, usageHeader)
-		fmt.Fprint(stdout, fs.FlagUsages())
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "sandbox-e2b-local: %v\nRun 'sandbox-e2b-local --help' for the flags.\n", err)
-		return exitUsage
+	o := &options{}
+	if exit, ok := serve.ParseCommandLine(newFlagSet(o), usageHeader, args, stdout, stderr); !ok {
+		return exit
+	}
+	if err := o.validate(); err != nil {
+		return serve.UsageError(stderr, "sandbox-e2b-local", err)
 	}
 	// One writer lock keeps request lines and log records whole.
 	var mu sync.Mutex
@@ -67,16 +57,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logger, err := oplog.FromEnv(errOut, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b-local: %v\n", err)
-		return exitUsage
+		return serve.ExitUsage
 	}
 	if !isLoopback(o.host) {
 		logger.Warn("serving beyond loopback: anyone with the API key can run commands on this host through the simulated envd guests", "host", o.host)
 	}
 	if err := runLocal(ctx, o, stdout, logger, requestLog(stderr, &mu)); err != nil {
 		logger.Error("sandbox-e2b-local failed", "err", err)
-		return exitFailure
+		return serve.ExitFailure
 	}
-	return exitOK
+	return serve.ExitOK
 }
 
 // runLocal starts the simulated mesh and sandbox-e2b over it, prints the

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bufio"
+	"cmp"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // requestLog writes one readable line per request to w: time, listener,
@@ -18,12 +19,9 @@ func requestLog(w io.Writer, mu *sync.Mutex) func(name string, h http.Handler) h
 	return func(name string, h http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			rec := &statusRecorder{ResponseWriter: rw}
+			rec := &serve.Recorder{ResponseWriter: rw}
 			defer func() {
-				status := rec.status
-				if status == 0 {
-					status = http.StatusOK
-				}
+				status := cmp.Or(rec.Status, http.StatusOK) // 0: the handler wrote nothing
 				mu.Lock()
 				fmt.Fprintf(w, "%s %-10s %-6s %s %d %s\n", start.Format("15:04:05.000"), name, r.Method, r.URL.Path, status, time.Since(start).Round(10*time.Microsecond))
 				mu.Unlock()
@@ -32,39 +30,3 @@ func requestLog(w io.Writer, mu *sync.Mutex) func(name string, h http.Handler) h
 		})
 	}
 }
-
-// statusRecorder remembers the status code and keeps the writer's
-// optional interfaces (flush for streamed RPCs, hijack for upgrades)
-// reachable.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-func (s *statusRecorder) Flush() {
-	_ = http.NewResponseController(s.ResponseWriter).Flush()
-}
-
-func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if s.status == 0 {
-		s.status = http.StatusSwitchingProtocols
-	}
-	return http.NewResponseController(s.ResponseWriter).Hijack()
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,13 +15,6 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
-)
-
-// Exit codes: 2 is the conventional one for a bad command line.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 const usageHeader = `sandbox-e2b serves the e2b-compatible REST API (point the e2b SDK's
@@ -51,37 +43,23 @@ func main() {
 
 func newFlagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sandbox-e2b", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	o.addFlags(fs)
 	return fs
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := newOptions()
-	fs := newFlagSet(opts)
-	switch err := fs.Parse(args); {
-	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprint(stdout, usageHeader)
-		fmt.Fprint(stdout, fs.FlagUsages())
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "sandbox-e2b: %v\nRun 'sandbox-e2b --help' for the flags.\n", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sandbox-e2b: unexpected arguments: %q\n", fs.Args())
-		return exitUsage
+	if exit, ok := serve.ParseCommandLine(newFlagSet(opts), usageHeader, args, stdout, stderr); !ok {
+		return exit
 	}
 	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
-		return exitUsage
+		return serve.ExitUsage
 	}
 	cfg, err := opts.config()
 	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-e2b: %v\nRun 'sandbox-e2b --help' for the flags.\n", err)
-		return exitUsage
+		return serve.UsageError(stderr, "sandbox-e2b", err)
 	}
 	if cfg.E2B.AllowAnonymous {
 		logger.Warn("--e2b-allow-anonymous: the e2b surface serves callers without an API key")
@@ -90,11 +68,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	p, err := e2bmesh.Start(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
-		return exitFailure
+		return serve.ExitFailure
 	}
 	if err := p.Run(ctx); err != nil {
 		logger.Error("sandbox-e2b stopped", "err", err)
-		return exitFailure
+		return serve.ExitFailure
 	}
-	return exitOK
+	return serve.ExitOK
 }

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 func TestHelpDocumentsEveryFlag(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != exitOK {
+	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != serve.ExitOK {
 		t.Fatalf("--help exited %d: %s", code, errOut.String())
 	}
 	for _, flag := range []string{
@@ -60,8 +62,8 @@ func TestBadCommandLinesNameTheFlag(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append(append([]string{}, base...), tc.args...), &out, &errOut)
-		if code != exitUsage || !strings.Contains(errOut.String(), tc.want) {
-			t.Errorf("%s: exit %d, stderr %q; want %d naming %s", name, code, errOut.String(), exitUsage, tc.want)
+		if code != serve.ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d naming %s", name, code, errOut.String(), serve.ExitUsage, tc.want)
 		}
 		if strings.Contains(errOut.String(), "s3cret") {
 			t.Errorf("%s: stderr shows a secret: %q", name, errOut.String())

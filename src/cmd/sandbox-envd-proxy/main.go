@@ -41,7 +41,7 @@ Flags:
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // options are the command line of the binary.
@@ -134,58 +134,44 @@ func (o *options) loadCredentials() (*credentials, error) {
 	return c, nil
 }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
-		return 2
+		return serve.ExitUsage
 	}
 
 	o := newOptions()
-	fs := o.flagSet()
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHeader)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sandbox-envd-proxy: unexpected arguments %q\n", fs.Args())
-		return 2
+	if exit, ok := serve.ParseCommandLine(o.flagSet(), usageHeader, args, stdout, stderr); !ok {
+		return exit
 	}
 	if err := o.validate(); err != nil {
-		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
-		return 2
+		return serve.UsageError(stderr, "sandbox-envd-proxy", err)
 	}
 	creds, err := o.loadCredentials()
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
-		return 2
+		return serve.ExitUsage
 	}
 	restConfig, err := kubeclient.RESTConfig(o.kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
-		return 2
+		return serve.ExitUsage
 	}
 	dyn, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: building the dynamic client: %v\n", err)
-		return 2
+		return serve.ExitUsage
 	}
 
 	p, err := listen(logger, o, creds, dyn)
 	if err != nil {
 		logger.Error("sandbox-envd-proxy cannot start", "err", err)
-		return 1
+		return serve.ExitFailure
 	}
 	if err := p.run(serve.SignalContext(), logger); err != nil {
 		logger.Error("sandbox-envd-proxy stopped", "err", err)
-		return 1
+		return serve.ExitFailure
 	}
 	return 0
 }

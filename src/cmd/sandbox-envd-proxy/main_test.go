@@ -38,7 +38,7 @@ import (
 func TestUnknownLogLevelFailsStartup(t *testing.T) {
 	t.Setenv(oplog.LevelEnv, "chatty")
 	var stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stderr); code != 2 || !strings.Contains(stderr.String(), `OPERATOR_LOG_LEVEL="chatty"`) {
+	if code := run([]string{"--help"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), `OPERATOR_LOG_LEVEL="chatty"`) {
 		t.Errorf("unknown level: exit %d, %q", code, stderr.String())
 	}
 }
@@ -108,7 +108,7 @@ func TestStartupRefusesBadFlags(t *testing.T) {
 		{"stray argument", append(base, "extra"), "unexpected"},
 	} {
 		var stderr bytes.Buffer
-		code := run(c.args, &stderr)
+		code := run(c.args, io.Discard, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming %q", c.name, code, stderr.String(), c.want)
 		}
