@@ -128,6 +128,10 @@ func (n *Node) handleInfo(w http.ResponseWriter, r *http.Request) {
 	if _, ok := n.operatorCaller(w, r); !ok {
 		return
 	}
+	if frozen := n.frozenInfo.Load(); frozen != nil {
+		writeJSON(w, http.StatusOK, frozen)
+		return
+	}
 	writeJSON(w, http.StatusOK, n.info())
 }
 

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // Node is one simulated sandboxd node.
@@ -44,6 +46,9 @@ type Node struct {
 	relays      map[*relay]struct{}
 
 	stats counters
+
+	// frozenInfo, when set, is what GET /v1/info answers (FreezeInfo).
+	frozenInfo atomic.Pointer[sandboxd.Info]
 }
 
 // Start builds a node, binds its listener and serves until Close or ctx

@@ -42,11 +42,10 @@ const (
 	imageSolo = "solo:1"
 	soloWarm1 = 2
 
-	// The mesh refreshes its view (warm counts) rarely, so the suite can
-	// change a node behind its back and act before the view catches up.
-	// Liveness does not wait for it: a list asks every node, and a node
-	// that does not answer contributes nothing at once.
-	meshRefresh = 5 * time.Minute
+	// The mesh refreshes its view often; the redirect case freezes node
+	// 1's /v1/info (node.FreezeInfo) so the view keeps counting warm VMs the
+	// node no longer has, as gossip lag would.
+	meshRefresh = 200 * time.Millisecond
 
 	setupTimeout = 2 * time.Minute
 	suiteTimeout = 8 * time.Minute
@@ -170,8 +169,8 @@ func startControl(t *testing.T, f *fleet.Fleet, token string) string {
 		writeJSON(w, map[string]int64{"redirects": c.Redirects, "claimsWarm": c.ClaimsWarm})
 	})
 	// POST /empty-pool?node=&template= sets the node's egress pool of the
-	// template to no warm VMs, behind the mesh's back: the mesh's view still
-	// counts the warm VMs it saw at its last refresh.
+	// template to no warm VMs, behind the mesh's back: the node's /v1/info
+	// stays frozen at the warm VMs it had until the test ends.
 	mux.HandleFunc("POST /empty-pool", func(w http.ResponseWriter, r *http.Request) {
 		i, err := nodeIndex(r)
 		if err != nil {
@@ -184,6 +183,7 @@ func startControl(t *testing.T, f *fleet.Fleet, token string) string {
 			return
 		}
 		template := r.URL.Query().Get("template")
+		t.Cleanup(f.Node(i).FreezeInfo())
 		info, err := cl.Info(r.Context())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -201,13 +201,10 @@ func startControl(t *testing.T, f *fleet.Fleet, token string) string {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		err = wait.PollUntilContextTimeout(r.Context(), pollEvery, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			info, err := cl.Info(ctx)
-			if err != nil {
-				return false, err
-			}
+		// The node's own count, not its frozen /v1/info.
+		err = wait.PollUntilContextTimeout(r.Context(), pollEvery, 30*time.Second, true, func(context.Context) (bool, error) {
 			for _, p := range info.Pools {
-				if p.Key.Template == template && p.Warm > 0 {
+				if p.Key.Template == template && f.Node(i).WarmCount(p.Key) > 0 {
 					return false, nil
 				}
 			}
