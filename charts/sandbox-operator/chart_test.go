@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -222,8 +224,8 @@ func TestChartCRDIsTheGeneratedOne(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("chart has %d CRDs, want 1 (it ships no upstream CRD)", len(got))
 	}
-	if got[0].File.Name != nodeInventoryCRDPath || !bytes.Equal(got[0].File.Data, crds.NodeInventoryYAML) {
-		t.Fatalf("chart CRD %s differs from the generated %s", got[0].File.Name, nodeInventoryCRDPath)
+	if got[0].File.Name != sandboxchart.NodeInventoryCRDPath || !bytes.Equal(got[0].File.Data, crds.NodeInventoryYAML) {
+		t.Fatalf("chart CRD %s differs from the generated %s", got[0].File.Name, sandboxchart.NodeInventoryCRDPath)
 	}
 	crd := find(t, mustRender(t), "CustomResourceDefinition", "nodeinventories.sandbox.cocoonstack.io")
 	if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); g != "sandbox.cocoonstack.io" {

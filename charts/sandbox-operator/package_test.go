@@ -152,7 +152,7 @@ func embeddedFiles(t *testing.T) []chartpack.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(files, chartpack.File{Name: nodeInventoryCRDPath, Data: crds.NodeInventoryYAML})
+	return append(files, chartpack.File{Name: sandboxchart.NodeInventoryCRDPath, Data: crds.NodeInventoryYAML})
 }
 
 func pack(t *testing.T, imageVersion string) *chartpack.Result {

@@ -2,13 +2,11 @@ package chart_test
 
 import (
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -17,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
-	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 )
 
 // releaseNamespace is where the tests install; it is deliberately not a
@@ -27,33 +24,11 @@ const (
 	releaseNamespace = "sandbox-system-test"
 )
 
-// nodeInventoryCRDPath is where Helm finds the generated CRD in the chart.
-const nodeInventoryCRDPath = "crds/sandbox.cocoonstack.io_nodeinventories.yaml"
-
-// loadChart builds the chart from the embedded files exactly as Helm's loader
-// builds it from the directory: the templates and values from package chart,
-// the CRD from package crds (the file tools/codegen.sh generates).
 func loadChart(t *testing.T) *chart.Chart {
 	t.Helper()
-	var files []*loader.BufferedFile
-	err := fs.WalkDir(sandboxchart.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(sandboxchart.Files, path)
-		if err != nil {
-			return err
-		}
-		files = append(files, &loader.BufferedFile{Name: path, Data: data})
-		return nil
-	})
+	c, err := sandboxchart.Load()
 	if err != nil {
-		t.Fatalf("reading the embedded chart: %v", err)
-	}
-	files = append(files, &loader.BufferedFile{Name: nodeInventoryCRDPath, Data: crds.NodeInventoryYAML})
-	c, err := loader.LoadFiles(files)
-	if err != nil {
-		t.Fatalf("loading the chart: %v", err)
+		t.Fatal(err)
 	}
 	return c
 }

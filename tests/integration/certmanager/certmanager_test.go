@@ -16,13 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -183,24 +181,9 @@ func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
 // every object of the templates; the chart's CRDs are not needed here.
 func renderDefault(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	var files []*loader.BufferedFile
-	err := fs.WalkDir(sandboxchart.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(sandboxchart.Files, path)
-		if err != nil {
-			return err
-		}
-		files = append(files, &loader.BufferedFile{Name: path, Data: data})
-		return nil
-	})
+	ch, err := sandboxchart.Load()
 	if err != nil {
-		t.Fatalf("read the embedded chart: %v", err)
-	}
-	ch, err := loader.LoadFiles(files)
-	if err != nil {
-		t.Fatalf("load the chart: %v", err)
+		t.Fatal(err)
 	}
 	values, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{
 		Name: releaseName, Namespace: releaseNamespace, IsInstall: true,
