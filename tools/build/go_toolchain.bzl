@@ -5,7 +5,12 @@ golang.org/toolchain@v0.0.1-go<version>.<goos>-<goarch>. Module zips are
 immutable, so their SHA-256 pins the SDK exactly. The proxy is read from the
 environment (GOPROXY, else `go env GOPROXY`) at fetch time; a zip that is
 already in the local module cache (GOMODCACHE) is used without any network.
+
+The version is the one go.mod's toolchain line names (go_toolchain.from_file),
+so go.mod is the one place it is written; the table below must hold its sums.
 """
+
+load(":go_mod.bzl", "read_go_mod")
 
 # SHA-256 of golang.org/toolchain@v0.0.1-go<version>.<platform>.zip.
 _TOOLCHAIN_ZIPS = {
@@ -93,15 +98,16 @@ go_sdk_pinned = repository_rule(
 )
 
 def _go_toolchain_impl(mctx):
-    versions = []
-    for mod in mctx.modules:
-        for pin in mod.tags.pin:
-            versions.append(pin.version)
-    if len(versions) != 1:
-        fail("go_toolchain: exactly one go_toolchain.pin is expected, got %d" % len(versions))
-    go_sdk_pinned(name = "go_sdk_pinned", version = versions[0])
+    tags = [t for mod in mctx.modules for t in mod.tags.from_file]
+    if len(tags) != 1:
+        fail("go_toolchain: exactly one go_toolchain.from_file is expected, got %d" % len(tags))
+    version = read_go_mod(mctx, tags[0].go_mod).toolchain
+    if not version:
+        fail("go_toolchain: %s has no toolchain line; it pins the Go SDK (e.g. toolchain go1.26.8)" % tags[0].go_mod)
+    go_sdk_pinned(name = "go_sdk_pinned", version = version)
 
 go_toolchain = module_extension(
     implementation = _go_toolchain_impl,
-    tag_classes = {"pin": tag_class(attrs = {"version": attr.string(mandatory = True)})},
+    doc = "Pins the Go SDK to the release go.mod's toolchain line names.",
+    tag_classes = {"from_file": tag_class(attrs = {"go_mod": attr.label(mandatory = True)})},
 )

@@ -1,10 +1,12 @@
 """The version stamp of the Kubernetes commands built here.
 
-KUBE_VERSION is the k8s.io/kubernetes release go.mod pins; keep them in step
-(tests/cluster/cmd/kube-apiserver stamps the same).
+KUBE_VERSION is the k8s.io/kubernetes release go.mod pins, read from go.mod
+(//tools/build:go_mod.bzl); tests/cluster/cmd/kube-apiserver stamps the same.
 """
 
-KUBE_VERSION = "v1.36.3"
+load("@go_mod_versions//:versions.bzl", "MODULES")
+
+KUBE_VERSION = MODULES["k8s.io/kubernetes"]
 
 def _stamp():
     major, minor = KUBE_VERSION.lstrip("v").split(".")[:2]
