@@ -340,6 +340,9 @@ func TestCacheExpiry(t *testing.T) {
 	if d := e.gets(0) - base0; d != 2 {
 		t.Fatalf("published owner read %d times after the minute, want 2", d)
 	}
+	if d := e.gets(1) - base1; d != 0 {
+		t.Fatalf("another node read %d times for a published sandbox, want 0", d)
+	}
 
 	// An owner found by asking the nodes is kept a minute as well.
 	base0, base1 = e.gets(0), e.gets(1)

@@ -113,10 +113,11 @@ func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = client.SetDeadline(time.Time{})
-	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"); err == nil {
+	_, err = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	if err == nil {
 		err = brw.Flush()
 	}
-	if err != nil {
+	if err != nil { // the client left before the relay began
 		_ = client.Close()
 		_ = guest.Close()
 		return
