@@ -55,30 +55,31 @@ type options struct {
 
 // newFlagSet declares every flag; parseFlags reads them and printUsage
 // documents them, from this one list.
-func newFlagSet() (*flag.FlagSet, *rawFlags) {
+func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs := flag.NewFlagSet("sandboxd-sim", flag.ContinueOnError)
 	// Errors and help are printed by run, not by the flag package.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	r := &rawFlags{}
-	fs.IntVar(&r.nodes, "nodes", 1, "number of nodes in the fleet, each on its own port and named <name-prefix><index>")
-	fs.StringVar(&r.listenHost, "listen-host", "127.0.0.1", "address every node binds; keep it loopback (see SECURITY above)")
-	fs.StringVar(&r.advertiseHost, "advertise-host", "", "host the nodes advertise (claims' owner_addr, redirects, peers, the published NodeInventory address), with each node's bound port; default the bound address")
-	fs.IntVar(&r.basePort, "base-port", 0, "node i listens on base-port+i; 0 picks free ports")
-	fs.StringVar(&r.namePrefix, "name-prefix", "sim-node-", "node name prefix")
+	o, r := &options{}, &rawFlags{}
+	f := &o.fleet // most flags are fleet settings as they are
+	fs.IntVar(&f.Nodes, "nodes", 1, "number of nodes in the fleet, each on its own port and named <name-prefix><index>")
+	fs.StringVar(&f.ListenHost, "listen-host", "127.0.0.1", "address every node binds; keep it loopback (see SECURITY above)")
+	fs.StringVar(&f.AdvertiseHost, "advertise-host", "", "host the nodes advertise (claims' owner_addr, redirects, peers, the published NodeInventory address), with each node's bound port; default the bound address")
+	fs.IntVar(&f.BasePort, "base-port", 0, "node i listens on base-port+i; 0 picks free ports")
+	fs.StringVar(&f.NamePrefix, "name-prefix", "sim-node-", "node name prefix")
 	fs.StringVar(&r.apiToken, "api-token", "", "root api_token of every node; empty (with no --api-token-file) makes open nodes. Prefer --api-token-file")
 	fs.StringVar(&r.apiTokenFile, "api-token-file", "", "file holding the root api_token; overrides --api-token")
 	fs.StringVar(&r.tenantsFile, "tenant-tokens-file", "", "file of tenants, one per line: <name> <token> [max_claims]; '#' starts a comment")
 	fs.StringVar(&r.pools, "pools", "", "initial pools of every node: comma-separated <template>:<net>:<size>=<warm>; net and size may be empty for none/small (e.g. base:24.04:none:small=4,py:3.12::=2)")
-	fs.DurationVar(&r.refillDelay, "refill-delay", 0, "time to clone one warm VM from a pool's golden; a warm miss on a pooled key provisions in the same time")
-	fs.DurationVar(&r.coldDelay, "cold-provision-delay", 0, "time to cold-boot: a claim for an unpooled key, and a new pool's golden")
-	fs.IntVar(&r.refillConc, "refill-concurrency", 8, "warm VMs cloned at once per node")
-	fs.BoolVar(&r.egress, "egress-attachment", false, "serve the egress lane (net egress, the e2b SDK's default create) as if every node had an egress attachment; guests reach the network as this host does. Without it that lane answers 409")
-	fs.IntVar(&r.maxClaims, "max-claims", 0, "live claims per node before 429; 0 is unlimited")
-	fs.IntVar(&r.maxFork, "max-fork-count", sandbox.MaxForkCount, "largest count one fork may ask for")
-	fs.DurationVar(&r.defaultTTL, "default-ttl", sandboxd.DefaultTTL, "lease granted for ttl_seconds 0")
-	fs.DurationVar(&r.maxTTL, "max-ttl", sandboxd.MaxTTL, "longest lease granted; longer requests are clamped")
-	fs.DurationVar(&r.reapInterval, "reap-interval", time.Second, "how often expired leases are reaped")
+	fs.DurationVar(&f.RefillDelay, "refill-delay", 0, "time to clone one warm VM from a pool's golden; a warm miss on a pooled key provisions in the same time")
+	fs.DurationVar(&f.ColdProvisionDelay, "cold-provision-delay", 0, "time to cold-boot: a claim for an unpooled key, and a new pool's golden")
+	fs.IntVar(&f.RefillConcurrency, "refill-concurrency", 8, "warm VMs cloned at once per node")
+	fs.BoolVar(&f.EgressAttachment, "egress-attachment", false, "serve the egress lane (net egress, the e2b SDK's default create) as if every node had an egress attachment; guests reach the network as this host does. Without it that lane answers 409")
+	fs.IntVar(&f.MaxClaims, "max-claims", 0, "live claims per node before 429; 0 is unlimited")
+	fs.IntVar(&f.MaxForkCount, "max-fork-count", sandbox.MaxForkCount, "largest count one fork may ask for")
+	fs.DurationVar(&f.DefaultTTL, "default-ttl", sandboxd.DefaultTTL, "lease granted for ttl_seconds 0")
+	fs.DurationVar(&f.MaxTTL, "max-ttl", sandboxd.MaxTTL, "longest lease granted; longer requests are clamped")
+	fs.DurationVar(&f.ReapInterval, "reap-interval", time.Second, "how often expired leases are reaped")
 	fs.StringVar(&r.echoPorts, "echo-ports", strconv.Itoa(fleet.DefaultEchoPort), "comma-separated guest ports serving the HTTP echo (HTTP/1.1 and h2c); empty for none")
 	fs.StringVar(&r.tcpEchoPorts, "tcp-echo-ports", "", "comma-separated guest ports serving a raw TCP echo that honours half-close")
 	fs.BoolVar(&r.envd, "envd", true, "serve the envd-compatible guest on guest port 49983 of every sandbox; it EXECUTES COMMANDS ON THIS HOST (see SECURITY above). --envd=false leaves the port closed (the relay answers 502)")
@@ -87,29 +88,25 @@ func newFlagSet() (*flag.FlagSet, *rawFlags) {
 	fs.BoolVar(&r.publish, "publish", false, "publish every node's NodeInventory by server-side apply, using --kubeconfig or, without it, $KUBECONFIG, ~/.kube/config or the in-cluster service account")
 	fs.StringVar(&r.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to publish NodeInventory objects to; implies --publish. $KUBECONFIG is read only with --publish and no --kubeconfig, so a developer's environment never makes the simulator write to a cluster by itself")
 	fs.DurationVar(&r.publishInterval, "publish-interval", publisher.DefaultInterval, "time between NodeInventory publishes of each node (needs --publish or --kubeconfig)")
-	fs.StringVar(&r.scratchDir, "scratch-dir", "", "directory for per-sandbox scratch directories (the guests' homes); default a temp directory removed on exit")
+	fs.StringVar(&f.ScratchRoot, "scratch-dir", "", "directory for per-sandbox scratch directories (the guests' homes); default a temp directory removed on exit")
 	fs.StringVar(&r.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr and never contain tokens)")
-	return fs, r
+	return fs, o, r
 }
 
-// rawFlags holds the flag values before validation.
+// rawFlags holds the flag values that are parsed or read into the fleet's
+// settings, before validation.
 type rawFlags struct {
-	nodes, basePort, refillConc, maxClaims, maxFork          int
-	listenHost, advertiseHost, namePrefix                    string
-	apiToken, apiTokenFile, tenantsFile, pools               string
-	refillDelay, coldDelay, defaultTTL, maxTTL, reapInterval time.Duration
-	echoPorts, tcpEchoPorts                                  string
-	envd, egress                                             bool
-	envdSecretFile, envdVersion                              string
-	publish                                                  bool
-	kubeconfig                                               string
-	publishInterval                                          time.Duration
-	scratchDir, logLevel                                     string
+	apiToken, apiTokenFile, tenantsFile, pools string
+	echoPorts, tcpEchoPorts                    string
+	envd, publish                              bool
+	envdSecretFile, envdVersion, kubeconfig    string
+	publishInterval                            time.Duration
+	logLevel                                   string
 }
 
 // printUsage writes --help: the header and every flag with its default.
 func printUsage(w io.Writer) {
-	fs, _ := newFlagSet()
+	fs, _, _ := newFlagSet()
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageHeader)
 	fs.PrintDefaults()
@@ -118,7 +115,7 @@ func printUsage(w io.Writer) {
 // parseFlags parses and validates args, reading the files they name. Its
 // errors name the flag at fault; flag.ErrHelp asks for the usage.
 func parseFlags(args []string) (*options, error) {
-	fs, r := newFlagSet()
+	fs, o, r := newFlagSet()
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -128,17 +125,16 @@ func parseFlags(args []string) (*options, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	o := &options{}
 	if err := o.logLevel.UnmarshalText([]byte(r.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", r.logLevel)
 	}
-	if err := r.validateNumbers(); err != nil {
+	if err := validateNumbers(&o.fleet); err != nil {
 		return nil, err
 	}
-	if r.listenHost == "" {
+	if o.fleet.ListenHost == "" {
 		return nil, errors.New("--listen-host: must not be empty")
 	}
-	if ip := net.ParseIP(r.listenHost); r.listenHost != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if ip := net.ParseIP(o.fleet.ListenHost); o.fleet.ListenHost != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		o.nonLoopback = true
 	}
 
@@ -165,28 +161,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("--tcp-echo-ports: %w", err)
 	}
 
-	o.fleet = fleet.Config{
-		Nodes:              r.nodes,
-		ListenHost:         r.listenHost,
-		AdvertiseHost:      r.advertiseHost,
-		BasePort:           r.basePort,
-		NamePrefix:         r.namePrefix,
-		RootToken:          token,
-		Tenants:            tenants,
-		Pools:              pools,
-		MaxClaims:          r.maxClaims,
-		MaxForkCount:       r.maxFork,
-		RefillDelay:        r.refillDelay,
-		ColdProvisionDelay: r.coldDelay,
-		RefillConcurrency:  r.refillConc,
-		DefaultTTL:         r.defaultTTL,
-		MaxTTL:             r.maxTTL,
-		ReapInterval:       r.reapInterval,
-		EgressAttachment:   r.egress,
-		EchoPorts:          httpEcho,
-		TCPEchoPorts:       tcpEcho,
-		ScratchRoot:        r.scratchDir,
-	}
+	o.fleet.RootToken, o.fleet.Tenants, o.fleet.Pools = token, tenants, pools
+	o.fleet.EchoPorts, o.fleet.TCPEchoPorts = httpEcho, tcpEcho
 	if o.fleet.Envd, err = r.envdConfig(set); err != nil {
 		return nil, err
 	}
@@ -196,30 +172,30 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-func (r *rawFlags) validateNumbers() error {
+func validateNumbers(f *fleet.Config) error {
 	switch {
-	case r.nodes < 1:
-		return fmt.Errorf("--nodes: %d is not a positive number of nodes", r.nodes)
-	case r.basePort < 0 || r.basePort > 65535:
-		return fmt.Errorf("--base-port: %d is not a port (0 picks free ports)", r.basePort)
-	case r.basePort > 0 && r.basePort+r.nodes-1 > 65535:
-		return fmt.Errorf("--base-port: %d leaves no room for %d nodes below port 65536", r.basePort, r.nodes)
-	case r.refillConc < 1:
-		return fmt.Errorf("--refill-concurrency: %d must be at least 1", r.refillConc)
-	case r.maxClaims < 0:
-		return fmt.Errorf("--max-claims: %d must not be negative (0 is unlimited)", r.maxClaims)
-	case r.maxFork < 1:
-		return fmt.Errorf("--max-fork-count: %d must be at least 1", r.maxFork)
-	case r.refillDelay < 0:
-		return fmt.Errorf("--refill-delay: %v must not be negative", r.refillDelay)
-	case r.coldDelay < 0:
-		return fmt.Errorf("--cold-provision-delay: %v must not be negative", r.coldDelay)
-	case r.defaultTTL <= 0:
-		return fmt.Errorf("--default-ttl: %v must be positive", r.defaultTTL)
-	case r.maxTTL < r.defaultTTL:
-		return fmt.Errorf("--max-ttl: %v is shorter than --default-ttl %v", r.maxTTL, r.defaultTTL)
-	case r.reapInterval <= 0:
-		return fmt.Errorf("--reap-interval: %v must be positive", r.reapInterval)
+	case f.Nodes < 1:
+		return fmt.Errorf("--nodes: %d is not a positive number of nodes", f.Nodes)
+	case f.BasePort < 0 || f.BasePort > 65535:
+		return fmt.Errorf("--base-port: %d is not a port (0 picks free ports)", f.BasePort)
+	case f.BasePort > 0 && f.BasePort+f.Nodes-1 > 65535:
+		return fmt.Errorf("--base-port: %d leaves no room for %d nodes below port 65536", f.BasePort, f.Nodes)
+	case f.RefillConcurrency < 1:
+		return fmt.Errorf("--refill-concurrency: %d must be at least 1", f.RefillConcurrency)
+	case f.MaxClaims < 0:
+		return fmt.Errorf("--max-claims: %d must not be negative (0 is unlimited)", f.MaxClaims)
+	case f.MaxForkCount < 1:
+		return fmt.Errorf("--max-fork-count: %d must be at least 1", f.MaxForkCount)
+	case f.RefillDelay < 0:
+		return fmt.Errorf("--refill-delay: %v must not be negative", f.RefillDelay)
+	case f.ColdProvisionDelay < 0:
+		return fmt.Errorf("--cold-provision-delay: %v must not be negative", f.ColdProvisionDelay)
+	case f.DefaultTTL <= 0:
+		return fmt.Errorf("--default-ttl: %v must be positive", f.DefaultTTL)
+	case f.MaxTTL < f.DefaultTTL:
+		return fmt.Errorf("--max-ttl: %v is shorter than --default-ttl %v", f.MaxTTL, f.DefaultTTL)
+	case f.ReapInterval <= 0:
+		return fmt.Errorf("--reap-interval: %v must be positive", f.ReapInterval)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		t.Fatalf("--help exited %d: %s", code, stderr.String())
 	}
 	help := stdout.String()
-	fs, _ := newFlagSet()
+	fs, _, _ := newFlagSet()
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
