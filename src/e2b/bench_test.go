@@ -79,7 +79,8 @@ func BenchmarkCreate(b *testing.B) {
 		settle(b)
 		keys, _ := e2b.ParseAPIKeys([]byte(keyA+" bench\n"), "default")
 		aliases, _ := e2b.ParseAliases([]byte("base " + image + "\n"))
-		srv, err := e2b.NewServer(e2b.Config{Domain: domain, EnvdSecret: envdSecret, Keys: keys, Aliases: aliases},
+		srv, err := e2b.NewServer(e2b.Config{Domain: domain, EnvdSecret: envdSecret, Keys: keys, Aliases: aliases,
+			CreateRate: -1, MaxSandboxes: -1},
 			newFleet(b, f), slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)

@@ -53,7 +53,18 @@ type Config struct {
 	// AutoPauseRetention is the lease an auto-paused sandbox gets: how long
 	// it is kept paused (the node clamps it to its max_ttl).
 	AutoPauseRetention time.Duration
-	// Clock is the process clock; default the real one.
+	// CreateRate is how many creates per second one client (an API key;
+	// an anonymous caller's source address) sustains, and CreateBurst how
+	// many it may make at once beyond that. MaxSandboxes caps the live
+	// (running or paused) sandboxes of a key's namespace, or of an
+	// anonymous source. Zero takes DefaultCreateRate, DefaultCreateBurst
+	// and DefaultMaxSandboxes; a negative CreateRate or MaxSandboxes lifts
+	// that bound.
+	CreateRate   float64
+	CreateBurst  int
+	MaxSandboxes int
+	// Clock is the process clock (the create rate's too); default the
+	// real one.
 	Clock clock.PassiveClock
 	// Logger logs; default slog.Default().
 	Logger *slog.Logger
@@ -67,6 +78,14 @@ const (
 	DefaultInitTimeout        = 15 * time.Second
 	DefaultAutoPauseLead      = 5 * time.Second
 	DefaultAutoPauseRetention = 24 * time.Hour
+
+	// The create bounds are far above what an SDK user does by hand or
+	// in a test suite (a few creates a second, tens at once) and far
+	// below what exhausts a fleet: a client creating flat out gets 30
+	// sandboxes, then 5 a second, and never more than 100 live.
+	DefaultCreateRate   = 5.0
+	DefaultCreateBurst  = 30
+	DefaultMaxSandboxes = 100
 )
 
 // Template is what an alias resolves to: a pool image and a size.
@@ -88,11 +107,19 @@ func (k APIKeys) Len() int { return len(k.byDigest) }
 
 // Namespace returns the namespace of key, if key is accepted.
 func (k APIKeys) Namespace(key string) (string, bool) {
-	if key == "" || k.byDigest == nil {
-		return "", false
-	}
-	ns, ok := k.byDigest[sha256.Sum256([]byte(key))]
+	ns, _, ok := k.lookup(key)
 	return ns, ok
+}
+
+// lookup is Namespace that also returns the key's digest, which names the
+// key wherever it must be told apart (its create rate) without keeping it.
+func (k APIKeys) lookup(key string) (string, [sha256.Size]byte, bool) {
+	if key == "" || k.byDigest == nil {
+		return "", [sha256.Size]byte{}, false
+	}
+	d := sha256.Sum256([]byte(key))
+	ns, ok := k.byDigest[d]
+	return ns, d, ok
 }
 
 // ParseAPIKeys parses a key file: one key per line, optionally followed by
@@ -139,6 +166,14 @@ func ParseAliases(data []byte) (map[string]Template, error) {
 		t := Template{Image: fields[1], Size: sandbox.DefaultSize}
 		if len(fields) == 3 {
 			t.Size = fields[2]
+		}
+		// A create is refused an id the surface would not accept from a
+		// caller; an alias file is held to the same rules, so no alias
+		// is unreachable and no entry smuggles in what a create may not.
+		for _, f := range []struct{ what, v string }{{"alias", fields[0]}, {"pool image", t.Image}, {"size", t.Size}} {
+			if err := validTemplateID(f.v); err != nil {
+				return fmt.Errorf("line %d: invalid %s: %w", n, f.what, err)
+			}
 		}
 		if _, dup := out[fields[0]]; dup {
 			return fmt.Errorf("line %d: alias %q is defined twice", n, fields[0])
@@ -221,6 +256,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InitTimeout <= 0 {
 		c.InitTimeout = DefaultInitTimeout
+	}
+	if c.CreateRate == 0 {
+		c.CreateRate = DefaultCreateRate
+	}
+	if c.CreateBurst <= 0 {
+		c.CreateBurst = DefaultCreateBurst
+	}
+	if c.MaxSandboxes == 0 {
+		c.MaxSandboxes = DefaultMaxSandboxes
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

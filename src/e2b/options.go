@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -41,11 +42,17 @@ type Options struct {
 	AllowAnonymous    bool
 	TemplateAliasFile string
 	EnvdSecretFile    string
+	CreateRate        float64
+	CreateBurst       int
+	MaxSandboxes      int
 }
 
 // NewOptions returns the flag defaults.
 func NewOptions() *Options {
-	return &Options{BindAddress: DefaultBindAddress, Namespace: DefaultNamespace}
+	return &Options{
+		BindAddress: DefaultBindAddress, Namespace: DefaultNamespace,
+		CreateRate: DefaultCreateRate, CreateBurst: DefaultCreateBurst, MaxSandboxes: DefaultMaxSandboxes,
+	}
 }
 
 // AddFlags registers every --e2b-* flag but --enable-e2b-api and the build
@@ -69,6 +76,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Path to a file of e2b template aliases, one per line as 'alias pool-image [size]' (size small when none is given), so a create naming the alias (the SDK's default is base) claims from that image's pool.")
 	fs.StringVar(&o.EnvdSecretFile, "e2b-envd-secret-file", o.EnvdSecretFile,
 		"Path to a file (Secret mount) holding the key every sandbox's envd access token derives from; the e2b surface and the envd-proxy must read the same one. Required with --enable-e2b-api.")
+	fs.Float64Var(&o.CreateRate, "e2b-create-rate", o.CreateRate,
+		"Sandbox creates per second one API key (an anonymous caller: one source address) may sustain; more answer 429. 0 lifts the limit.")
+	fs.IntVar(&o.CreateBurst, "e2b-create-burst", o.CreateBurst,
+		"Sandbox creates one API key (an anonymous caller: one source address) may make at once before --e2b-create-rate applies.")
+	fs.IntVar(&o.MaxSandboxes, "e2b-max-sandboxes", o.MaxSandboxes,
+		"Most live (running or paused) sandboxes an API key's namespace (an anonymous caller: one source address) may hold; a create beyond answers 429. 0 lifts the cap.")
 }
 
 // Config validates the options and reads the files they name. Each error
@@ -85,6 +98,15 @@ func (o *Options) Config() (Config, error) {
 	}
 	if o.DefaultTimeout < 0 {
 		return Config{}, fmt.Errorf("--e2b-default-timeout must not be negative, got %d", o.DefaultTimeout)
+	}
+	if o.CreateRate < 0 || math.IsNaN(o.CreateRate) || math.IsInf(o.CreateRate, 0) {
+		return Config{}, fmt.Errorf("--e2b-create-rate must be a finite number not below 0, got %v", o.CreateRate)
+	}
+	if o.CreateRate > 0 && o.CreateBurst < 1 {
+		return Config{}, fmt.Errorf("--e2b-create-burst must be at least 1 while --e2b-create-rate is set, got %d", o.CreateBurst)
+	}
+	if o.MaxSandboxes < 0 {
+		return Config{}, fmt.Errorf("--e2b-max-sandboxes must not be negative, got %d", o.MaxSandboxes)
 	}
 	if o.BindAddress == "" {
 		return Config{}, errors.New("--e2b-bind-address must not be empty")
@@ -103,6 +125,16 @@ func (o *Options) Config() (Config, error) {
 		DefaultTimeout: time.Duration(o.DefaultTimeout) * time.Second,
 		AllowAnonymous: o.AllowAnonymous,
 		EnvdSecret:     secret,
+		CreateRate:     o.CreateRate,
+		CreateBurst:    o.CreateBurst,
+		MaxSandboxes:   o.MaxSandboxes,
+	}
+	// A flag's 0 lifts its bound; Config's 0 takes the default.
+	if cfg.CreateRate == 0 {
+		cfg.CreateRate = -1
+	}
+	if cfg.MaxSandboxes == 0 {
+		cfg.MaxSandboxes = -1
 	}
 	if o.APIKeyFile != "" {
 		raw, err := readListFile(o.APIKeyFile)

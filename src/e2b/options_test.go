@@ -1,6 +1,7 @@
 package e2b_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ func TestFlags(t *testing.T) {
 	for _, name := range []string{
 		"e2b-bind-address", "e2b-namespace", "e2b-domain", "e2b-envd-version", "e2b-default-timeout",
 		"e2b-api-key-file", "e2b-allow-anonymous", "e2b-template-alias-file", "e2b-envd-secret-file",
+		"e2b-create-rate", "e2b-create-burst", "e2b-max-sandboxes",
 	} {
 		if fs.Lookup(name) == nil {
 			t.Errorf("--%s is not registered", name)
@@ -37,7 +39,8 @@ func TestFlags(t *testing.T) {
 			t.Errorf("--%s must not be registered here", name)
 		}
 	}
-	if o.BindAddress != ":8080" || o.Namespace != "default" {
+	if o.BindAddress != ":8080" || o.Namespace != "default" ||
+		o.CreateRate != e2b.DefaultCreateRate || o.CreateBurst != e2b.DefaultCreateBurst || o.MaxSandboxes != e2b.DefaultMaxSandboxes {
 		t.Errorf("defaults = %+v", o)
 	}
 }
@@ -66,6 +69,11 @@ func TestConfigValidation(t *testing.T) {
 		"negative timeout":   {func(o *e2b.Options) { o.DefaultTimeout = -1 }, "--e2b-default-timeout"},
 		"bad namespace":      {func(o *e2b.Options) { o.Namespace = "Not_A_Label" }, "--e2b-namespace"},
 		"missing alias file": {func(o *e2b.Options) { o.TemplateAliasFile = aliases + ".gone" }, "--e2b-template-alias-file"},
+		"bad alias entry":    {func(o *e2b.Options) { o.TemplateAliasFile = writeFile(t, "a", "base ../etc/passwd\n") }, "line 1"},
+		"negative rate":      {func(o *e2b.Options) { o.CreateRate = -1 }, "--e2b-create-rate"},
+		"infinite rate":      {func(o *e2b.Options) { o.CreateRate = math.Inf(1) }, "--e2b-create-rate"},
+		"zero burst":         {func(o *e2b.Options) { o.CreateBurst = 0 }, "--e2b-create-burst"},
+		"negative cap":       {func(o *e2b.Options) { o.MaxSandboxes = -1 }, "--e2b-max-sandboxes"},
 	} {
 		o := good()
 		tc.mutate(o)
@@ -104,6 +112,16 @@ func TestConfigValidation(t *testing.T) {
 	cfg, _ = o.Config()
 	if cfg.DefaultTimeout != 0 || cfg.EnvdVersion != "" {
 		t.Errorf("zero values are kept for the server to default: %+v", cfg)
+	}
+	// The create bounds pass through; a flag's 0 lifts its bound, which
+	// Config spells negative (its 0 is the default).
+	if cfg.CreateRate != e2b.DefaultCreateRate || cfg.CreateBurst != e2b.DefaultCreateBurst || cfg.MaxSandboxes != e2b.DefaultMaxSandboxes {
+		t.Errorf("create bounds = %v/%d/%d", cfg.CreateRate, cfg.CreateBurst, cfg.MaxSandboxes)
+	}
+	o = good()
+	o.CreateRate, o.CreateBurst, o.MaxSandboxes = 0, 0, 0
+	if cfg, err := o.Config(); err != nil || cfg.CreateRate >= 0 || cfg.MaxSandboxes >= 0 {
+		t.Errorf("0 flags = %v/%d/%d, %v; want both bounds lifted", cfg.CreateRate, cfg.CreateBurst, cfg.MaxSandboxes, err)
 	}
 }
 

@@ -56,6 +56,15 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 
+	// Every refusal for the request's own sake is above: a malformed
+	// create spends none of the caller's rate.
+	admitted, ok := s.admitCreate(w, r, c)
+	if !ok {
+		return
+	}
+	created := false
+	defer func() { admitted.done(created) }()
+
 	claimed, err := s.fleet.Claim(r.Context(), fleet.ClaimRequest{
 		Ref: sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, Key: key, TTLSeconds: ttl,
 	})
@@ -71,9 +80,10 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	s.tracked.put(claimed.ID, record{
-		namespace: c.namespace, templateID: req.TemplateID, alias: alias,
+		namespace: c.namespace, source: c.source, templateID: req.TemplateID, alias: alias,
 		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause, deadline: claimed.Deadline,
 	})
+	created = true
 	if autoPause {
 		s.pauser.schedule(claimed.Sandbox, claimed.Deadline)
 	}
@@ -86,6 +96,11 @@ func validateCreate(req *newSandboxRequest) string {
 	switch {
 	case strings.TrimSpace(req.TemplateID) == "":
 		return "templateID is required"
+	}
+	if err := validTemplateID(req.TemplateID); err != nil {
+		return "invalid templateID: " + err.Error()
+	}
+	switch {
 	case req.Timeout != nil && *req.Timeout < 0:
 		return fmt.Sprintf("timeout must not be negative, got %d", *req.Timeout)
 	case isSet(req.VolumeMounts):
@@ -303,6 +318,12 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 		return
 	}
 	f := &listFilter{metadata: md, states: map[string]bool{}, template: q.Get("template")}
+	if f.template != "" {
+		if err := validTemplateID(f.template); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid template: "+err.Error())
+			return
+		}
+	}
 	for _, v := range q["state"] {
 		for _, st := range strings.Split(v, ",") {
 			if st != stateRunning && st != statePaused {

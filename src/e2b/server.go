@@ -3,6 +3,7 @@ package e2b
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"golang.org/x/time/rate"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
@@ -40,6 +43,7 @@ type Server struct {
 	fleet   Fleet
 	log     *slog.Logger
 	tracked *tracker
+	admit   *admission
 	pauser  *autoPauser
 	mux     *http.ServeMux
 }
@@ -58,7 +62,8 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock)}
+	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
+		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
 	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Clock, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.serveHealth)
@@ -103,6 +108,22 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 // caller is an authenticated request's scope.
 type caller struct {
 	namespace string
+	// client names the caller for the create rate: its key's digest, or
+	// the source address of an anonymous caller (see sourceAddr).
+	client string
+	// anonymous callers are told apart by source address: the live-sandbox
+	// cap counts, per source, only the sandboxes it created.
+	anonymous bool
+	source    string
+}
+
+// scope names what the caller's live-sandbox cap counts: a key's
+// namespace (keys sharing one share the cap), or an anonymous source.
+func (c caller) scope() string {
+	if c.anonymous {
+		return "addr:" + c.source
+	}
+	return "ns:" + c.namespace
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c caller)
@@ -115,11 +136,12 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(apiKeyHeader)
 		var c caller
-		switch ns, ok := s.cfg.Keys.Namespace(key); {
+		switch ns, digest, ok := s.cfg.Keys.lookup(key); {
 		case ok:
-			c.namespace = ns
+			c.namespace, c.client = ns, "key:"+hex.EncodeToString(digest[:])
 		case s.cfg.AllowAnonymous && (key == "" || s.cfg.Keys.Len() == 0):
-			c.namespace = s.cfg.Namespace
+			c.namespace, c.anonymous, c.source = s.cfg.Namespace, true, sourceAddr(r)
+			c.client = "addr:" + c.source
 		default:
 			writeError(w, http.StatusUnauthorized, "missing or invalid API key (send it as X-API-KEY)")
 			return

@@ -15,7 +15,10 @@ import (
 // access. Nothing here is stored outside this process: another replica
 // serves the same sandbox without it.
 type record struct {
-	namespace  string
+	namespace string
+	// source is the address of the anonymous caller that created the
+	// sandbox (empty for a key's): its live-sandbox cap counts by it.
+	source     string
 	templateID string
 	alias      string
 	metadata   map[string]string
