@@ -2,6 +2,7 @@ package oplog
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -58,5 +59,26 @@ func TestKlogLandsInTheSameStream(t *testing.T) {
 	klog.V(4).InfoS("verbose detail")
 	if !strings.Contains(buf.String(), "verbose detail") {
 		t.Fatalf("klog's verbose line is missing at debug: %q", buf.String())
+	}
+}
+
+// TestClientInputStaysOnItsLine is what every binary relies on when it
+// logs a client's path, id or error through the process logger: the text
+// handler quotes a message or value holding a newline, CR, ESC or another
+// control character, so a client cannot forge a line or reach the
+// terminal.
+func TestClientInputStaysOnItsLine(t *testing.T) {
+	var buf bytes.Buffer
+	logger := New(&buf, slog.LevelInfo)
+	forged := "/x\n12:00:00 level=ERROR msg=forged\r\x1b[2K\u009b\u202e"
+	logger.Info(forged, "path", forged, "err", errors.New(forged))
+	klog.InfoS(forged, "id", forged)
+	klog.Flush()
+	out := strings.TrimSuffix(buf.String(), "\n")
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Fatalf("two records wrote %d lines: %q", n+1, out)
+	}
+	if strings.ContainsAny(out, "\r\x1b\u009b\u202e") {
+		t.Fatalf("a control character reached the log: %q", out)
 	}
 }
