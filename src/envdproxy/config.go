@@ -22,6 +22,15 @@ const (
 	DefaultLookupBurst = 400
 	// DefaultLookupTimeout bounds one node read or one ask of every node.
 	DefaultLookupTimeout = 10 * time.Second
+	// DefaultMaxUploadBytes bounds one envd file upload (POST /files on
+	// envd's port), as sent: the simulated envd guest's own default, so
+	// a proxy in front of it refuses no upload the guest would take.
+	DefaultMaxUploadBytes int64 = 100 << 20
+	// DefaultMaxConcurrentUploads is how many envd file uploads one
+	// sandbox may have in flight at once. An upload holds about ten file
+	// descriptors across the proxy, the node relay and the guest; the SDK
+	// writes the files of one files.write call in a single request.
+	DefaultMaxConcurrentUploads = 16
 )
 
 // Config configures a Proxy.
@@ -49,6 +58,18 @@ type Config struct {
 	LookupRate    float64
 	LookupBurst   int
 	LookupTimeout time.Duration
+	// BodyIdleTimeout and BodyTimeout bound the reading of each request
+	// body (serve.BodyLimits): zero takes serve.DefaultBodyIdleTimeout and
+	// serve.DefaultBodyTimeout, negative turns the bound off. A body that
+	// stalls past them is answered 408 and its relay closed.
+	BodyIdleTimeout, BodyTimeout time.Duration
+	// MaxUploadBytes bounds one envd file upload, answered 413 past it;
+	// MaxConcurrentUploads bounds a sandbox's uploads in flight, answered
+	// 429 past it. Zero takes the Default* value, negative turns the
+	// bound off.
+	MaxUploadBytes       int64
+	MaxConcurrentUploads int
+
 	// Clock times the cache, the lookup budget and the access log; nil is
 	// the real clock. Tests inject a fake one.
 	Clock clock.PassiveClock
@@ -89,6 +110,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.LookupTimeout == 0 {
 		c.LookupTimeout = DefaultLookupTimeout
+	}
+	if c.MaxUploadBytes == 0 {
+		c.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if c.MaxConcurrentUploads == 0 {
+		c.MaxConcurrentUploads = DefaultMaxConcurrentUploads
 	}
 	if c.CacheTTL < 0 || c.LookupRate < 0 || c.LookupBurst < 0 || c.LookupTimeout < 0 {
 		return errors.New("envdproxy: CacheTTL, LookupRate, LookupBurst and LookupTimeout must not be negative")

@@ -3,12 +3,15 @@ package envdproxy
 import (
 	"context"
 	"errors"
+	"io"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"sync"
+
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // forwarder sends one request over one relay connection. Guest
@@ -27,6 +30,47 @@ type relayKey struct{}
 type relayed struct {
 	conn net.Conn
 	tr   *http.Transport
+	// body is the client's request body, nil without one.
+	body *watchedBody
+	// uploadLimit is the size limit the body was capped at, for the 413.
+	uploadLimit int64
+}
+
+// limitOf is the upload limit noted on r's relay.
+func limitOf(r *http.Request) int64 {
+	if rl, ok := r.Context().Value(relayKey{}).(*relayed); ok {
+		return rl.uploadLimit
+	}
+	return 0
+}
+
+// watchedBody notes the first error the client's body answered other than
+// EOF, so the answer to a failed relay can tell the client's fault (413,
+// 408) from the guest's (502).
+// The transport reads the body on a goroutine of its own, hence the lock.
+type watchedBody struct {
+	io.ReadCloser
+	mu    sync.Mutex
+	first error
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		if b.first == nil {
+			b.first = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// err is the body's first failure, nil when it had none.
+func (b *watchedBody) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.first
 }
 
 func newForwarder(guestHTTP2 bool, logger *slog.Logger) *forwarder {
@@ -49,20 +93,35 @@ func newForwarder(guestHTTP2 bool, logger *slog.Logger) *forwarder {
 		FlushInterval: -1,
 		ErrorLog:      log.New(slogWriter{logger}, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// A failure of the client's own body (too large, stalled) is
+			// the client's answer, whatever the transport made of it.
+			if rl, ok := r.Context().Value(relayKey{}).(*relayed); ok && rl.body != nil && rl.body.err() != nil {
+				err = rl.body.err()
+			}
 			if rec, ok := w.(*recorder); ok && rec.line != nil {
 				rec.line.reason = "guest: " + err.Error()
 			}
 			if rec, ok := w.(*recorder); ok && rec.Status != 0 {
 				return // headers already sent; nothing left to say
 			}
-			reply(w, http.StatusBadGateway, msgUnavailable)
+			switch {
+			case errors.Is(err, errUploadTooLarge):
+				closeAfter(w, r)
+				reply(w, http.StatusRequestEntityTooLarge, tooLargeMessage(limitOf(r)))
+			case serve.IsBodyTimeout(err):
+				closeAfter(w, r)
+				reply(w, http.StatusRequestTimeout, err.Error())
+			default:
+				reply(w, http.StatusBadGateway, msgUnavailable)
+			}
 		},
 	}
 	return f
 }
 
 // forward relays r over conn and closes conn when the exchange is over.
-func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Conn) {
+// uploadLimit is the cap r's body was given, 0 for none.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Conn, uploadLimit int64) {
 	if r.ProtoMajor == 1 {
 		// Let a streaming client keep sending while the guest answers
 		// (the HTTP/1 server otherwise stops reading the body once the
@@ -83,8 +142,23 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Con
 		tr.CloseIdleConnections()
 		_ = conn.Close()
 	}()
-	ctx := context.WithValue(r.Context(), relayKey{}, &relayed{conn: conn, tr: tr})
+	rl := &relayed{conn: conn, tr: tr, uploadLimit: uploadLimit}
+	if r.Body != nil && r.Body != http.NoBody {
+		rl.body = &watchedBody{ReadCloser: r.Body}
+		r.Body = rl.body
+	}
+	ctx := context.WithValue(r.Context(), relayKey{}, rl)
 	f.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// closeAfter makes an HTTP/1 connection close after this answer. The
+// rest of a body the proxy gave up on is still on the wire; in full
+// duplex net/http would otherwise keep the connection and wait on a
+// client that has stopped sending.
+func closeAfter(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // relayRoundTripper sends each request through the transport bound to its

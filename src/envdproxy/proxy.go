@@ -34,6 +34,8 @@ type Proxy struct {
 	budget *rate.Limiter
 	nodes  sync.Map // node address → *sandboxd.Client
 	fwd    *forwarder
+	// uploads counts envd file uploads in flight per sandbox.
+	uploads *uploadSlots
 }
 
 // New validates cfg and builds the proxy.
@@ -42,15 +44,19 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	return &Proxy{
-		cfg:    cfg,
-		cache:  newOwnerCache(cfg.CacheTTL),
-		budget: rate.NewLimiter(rate.Limit(cfg.LookupRate), cfg.LookupBurst),
-		fwd:    newForwarder(cfg.GuestHTTP2, cfg.Logger),
+		cfg:     cfg,
+		cache:   newOwnerCache(cfg.CacheTTL),
+		budget:  rate.NewLimiter(rate.Limit(cfg.LookupRate), cfg.LookupBurst),
+		fwd:     newForwarder(cfg.GuestHTTP2, cfg.Logger),
+		uploads: newUploadSlots(cfg.MaxConcurrentUploads),
 	}, nil
 }
 
 // ServeHTTP places, authorizes and relays one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Bound the body before anything reads it: a stalled body then ends
+	// the relay, and with it the node's and the guest's side.
+	r = serve.BoundBody(w, r, serve.BodyLimits{Idle: p.cfg.BodyIdleTimeout, Total: p.cfg.BodyTimeout})
 	start := p.cfg.Clock.Now()
 	line := accessLine{method: r.Method, path: r.URL.Path, proto: r.Proto}
 	rec := &recorder{Recorder: serve.Recorder{ResponseWriter: w}, line: &line}
@@ -108,6 +114,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 		relayToken = o.claim
 	}
 
+	var uploadLimit int64
+	if isUpload(r, t) {
+		release, ok := p.admitUpload(w, r, t, line)
+		if !ok {
+			return
+		}
+		defer release()
+		uploadLimit = max(p.cfg.MaxUploadBytes, 0)
+	}
+
 	node, err := p.node(o.addr)
 	if err != nil {
 		p.unavailable(w, line, err)
@@ -118,7 +134,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 		p.relayRefused(w, line, t.ID, o, err)
 		return
 	}
-	p.fwd.forward(w, r, conn)
+	p.fwd.forward(w, r, conn, uploadLimit)
 }
 
 // relayRefused maps a refused relay. The node's 401/403 is the proxy's

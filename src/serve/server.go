@@ -40,6 +40,12 @@ type ServerConfig struct {
 	// when zero.
 	ReadHeaderTimeout, IdleTimeout, ShutdownTimeout time.Duration
 	MaxHeaderBytes                                  int
+	// BodyIdleTimeout and BodyTimeout bound the reading of every request
+	// body (BodyLimits Idle and Total): zero takes DefaultBodyIdleTimeout
+	// and DefaultBodyTimeout, negative turns the bound off. A client that
+	// sends part of a body and goes silent otherwise holds its connection,
+	// and whatever the handler opened for it, forever.
+	BodyIdleTimeout, BodyTimeout time.Duration
 	// Logger (nil discards) gets the listener's start and drain, and
 	// net/http's own error log (TLS handshakes, malformed requests) at
 	// debug.
@@ -70,7 +76,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		name: cfg.Name,
 		ln:   ln,
 		srv: &http.Server{
-			Handler:           cfg.Handler,
+			Handler:           BoundBodies(cfg.Handler, BodyLimits{Idle: cfg.BodyIdleTimeout, Total: cfg.BodyTimeout}),
 			TLSConfig:         cfg.TLS,
 			Protocols:         cfg.Protocols,
 			ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
