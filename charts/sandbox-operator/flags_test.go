@@ -110,6 +110,9 @@ func TestRenderedArgsCarryTheValues(t *testing.T) {
 		"e2b-namespace":           "default",
 		"e2b-envd-version":        "0.8.1",
 		"e2b-default-timeout":     "600",
+		"e2b-create-rate":         "2.5",
+		"e2b-create-burst":        "10",
+		"e2b-max-sandboxes":       "0",
 		"sandboxd-token-file":     "/var/run/sandbox-apiserver/sandboxd-token/token",
 		"inventory-stale-after":   (90 * time.Second).String(),
 	} {

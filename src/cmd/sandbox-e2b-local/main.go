@@ -151,6 +151,9 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 			AllowAnonymous: o.anonymous,
 			Aliases:        map[string]e2b.Template{"base": {Image: o.template, Size: sandbox.DefaultSize}},
 			EnvdSecret:     secret,
+			// The create rate and live-sandbox cap are left zero: the
+			// surface's defaults (30 at once, then 5/s; 100 live) fit a
+			// developer's SDK runs and stop a runaway loop.
 		},
 		APIAddress:      net.JoinHostPort(o.host, strconv.Itoa(o.port)),
 		ProxyAddress:    net.JoinHostPort(o.host, strconv.Itoa(o.dataPort)),
