@@ -41,6 +41,10 @@ type Config struct {
 	// pair is picked up without a restart (serve.CertFiles).
 	TLSCertFile, TLSKeyFile string
 	GuestHTTP2              bool
+	// ProxyLimits bound the data plane's request bodies and envd uploads;
+	// the zero value turns every bound off, envdproxy.DefaultLimits are
+	// the flags' defaults.
+	ProxyLimits envdproxy.Limits
 	// Wrap, when set, wraps each listener's handler (e.g. a request log);
 	// name is "api" or "data-plane".
 	Wrap func(name string, h http.Handler) http.Handler
@@ -113,19 +117,22 @@ func (p *Process) listen(cfg Config, m *mesh.Mesh) error {
 	}
 	var dataPlane *serve.ServerConfig
 	if cfg.ProxyAddress != "" {
-		proxy, err := envdproxy.New(envdproxy.Config{
+		pcfg := envdproxy.Config{
 			Locator:    m.Locator(""),
 			Domain:     cfg.E2B.Domain,
 			Secret:     cfg.E2B.EnvdSecret,
 			Token:      cfg.Token,
 			GuestHTTP2: cfg.GuestHTTP2,
 			Logger:     p.logger.With("component", "envd-proxy"),
-		})
+		}
+		cfg.ProxyLimits.Apply(&pcfg)
+		proxy, err := envdproxy.New(pcfg)
 		if err != nil {
 			return fmt.Errorf("envd proxy: %w", err)
 		}
 		dataPlane = &serve.ServerConfig{Name: "data-plane", Addr: cfg.ProxyAddress, Handler: wrap("data-plane", proxy),
 			Protocols: envdproxy.Protocols(), Logger: p.logger}
+		cfg.ProxyLimits.ApplyServer(dataPlane)
 		if cfg.TLSCertFile != "" {
 			certs, err := serve.LoadCertFiles(cfg.TLSCertFile, cfg.TLSKeyFile, nil)
 			if err != nil {

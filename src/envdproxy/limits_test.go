@@ -16,6 +16,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb/processpbconnect"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/spf13/pflag"
 )
 
 // hung bounds the waits of these tests; the bounds under test are far
@@ -197,5 +199,29 @@ func TestCommandOutputOutlivesTheBodyBounds(t *testing.T) {
 	out, exit := runCommand(t, pc, "echo a; sleep 0.5; echo b")
 	if out != "a\nb\n" || exit != 0 {
 		t.Fatalf("command across the body bounds: %q exit %d", out, exit)
+	}
+}
+
+// TestLimitsFlags: the flags show their defaults, 0 turns a bound off
+// (Config's negative), and a negative flag is refused by name.
+func TestLimitsFlags(t *testing.T) {
+	l := envdproxy.DefaultLimits()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	l.AddFlags(fs, "envd-proxy-")
+	if err := fs.Parse([]string{"--envd-proxy-body-idle-timeout=0", "--envd-proxy-max-upload-bytes=5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Validate("envd-proxy-"); err != nil {
+		t.Fatal(err)
+	}
+	var c envdproxy.Config
+	l.Apply(&c)
+	if c.BodyIdleTimeout >= 0 || c.BodyTimeout != serve.DefaultBodyTimeout || c.MaxUploadBytes != 5 ||
+		c.MaxConcurrentUploads != envdproxy.DefaultMaxConcurrentUploads {
+		t.Fatalf("applied %+v", c)
+	}
+	l.MaxConcurrentUploads = -1
+	if err := l.Validate("envd-proxy-"); err == nil || !strings.Contains(err.Error(), "--envd-proxy-max-concurrent-uploads") {
+		t.Fatalf("negative cap: %v", err)
 	}
 }

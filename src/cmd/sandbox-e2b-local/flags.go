@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 )
 
 const usageHeader = `sandbox-e2b-local starts the whole e2b-compatible system on this machine
@@ -60,6 +62,7 @@ type options struct {
 	coldDelay       time.Duration
 	refreshInterval time.Duration
 	defaultTimeout  int
+	dataPlaneLimits envdproxy.Limits
 }
 
 func newFlagSet(o *options) *pflag.FlagSet {
@@ -77,6 +80,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.coldDelay, "cold-provision-delay", 500*time.Millisecond, "simulated time to cold-boot a VM (an unpooled template, a pool's first golden)")
 	fs.DurationVar(&o.refreshInterval, "mesh-refresh-interval", time.Second, "time between refreshes of the mesh view")
 	fs.IntVar(&o.defaultTimeout, "default-timeout", 300, "lease in seconds of a create that names no timeout")
+	o.dataPlaneLimits = envdproxy.DefaultLimits()
+	o.dataPlaneLimits.AddFlags(fs, "data-plane-")
 	return fs
 }
 
@@ -107,6 +112,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.refreshInterval)
 	case o.defaultTimeout < 1:
 		return fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
+	}
+	if err := o.dataPlaneLimits.Validate("data-plane-"); err != nil {
+		return err
 	}
 	if o.anonymous && !isLoopback(o.host) {
 		return fmt.Errorf("--host %s: anonymous access is allowed on loopback only; pass --anonymous=false to require the generated API key", o.host)

@@ -160,6 +160,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		Seeds:           f.Addrs()[:1], // the rest are found through gossip
 		Token:           rootToken,
 		RefreshInterval: o.refreshInterval,
+		ProxyLimits:     o.dataPlaneLimits,
 		Wrap:            wrap,
 	}
 	p, err := e2bmesh.Start(ctx, cfg, logger)

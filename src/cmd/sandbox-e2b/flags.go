@@ -10,6 +10,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
+	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -28,6 +29,7 @@ type options struct {
 	EnvdProxyBindAddress string
 	EnvdProxyTLSCertFile string
 	EnvdProxyTLSKeyFile  string
+	EnvdProxyLimits      envdproxy.Limits
 	GuestHTTP2           bool
 }
 
@@ -37,6 +39,7 @@ func newOptions() *options {
 		E2B:                 e2b.NewOptions(),
 		MeshRefreshInterval: mesh.DefaultRefreshInterval,
 		MeshNodeTimeout:     mesh.DefaultNodeTimeout,
+		EnvdProxyLimits:     envdproxy.DefaultLimits(),
 	}
 }
 
@@ -56,6 +59,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Wildcard certificate for *.{--e2b-domain} served by the data plane. Omit to serve cleartext (HTTP/1.1 and h2c) behind an edge that terminates TLS. Set together with --envd-proxy-tls-private-key-file.")
 	fs.StringVar(&o.EnvdProxyTLSKeyFile, "envd-proxy-tls-private-key-file", o.EnvdProxyTLSKeyFile,
 		"Private key for --envd-proxy-tls-cert-file.")
+	o.EnvdProxyLimits.AddFlags(fs, "envd-proxy-")
 	fs.BoolVar(&o.GuestHTTP2, "guest-http2", o.GuestHTTP2,
 		"Forward data-plane requests to the guest over cleartext HTTP/2. Off by default: envd 0.8.0 serves HTTP/1.1 only. Clients still reach the data plane over HTTP/2.")
 }
@@ -96,6 +100,9 @@ func (o *options) config() (e2bmesh.Config, error) {
 			return e2bmesh.Config{}, errors.New("--guest-http2: has no effect without --envd-proxy-bind-address")
 		}
 	}
+	if err := o.EnvdProxyLimits.Validate("envd-proxy-"); err != nil {
+		return e2bmesh.Config{}, err
+	}
 	e2bCfg, err := o.E2B.Config()
 	if err != nil {
 		return e2bmesh.Config{}, err
@@ -111,5 +118,6 @@ func (o *options) config() (e2bmesh.Config, error) {
 		TLSCertFile:     o.EnvdProxyTLSCertFile,
 		TLSKeyFile:      o.EnvdProxyTLSKeyFile,
 		GuestHTTP2:      o.GuestHTTP2,
+		ProxyLimits:     o.EnvdProxyLimits,
 	}, nil
 }

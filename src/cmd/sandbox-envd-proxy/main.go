@@ -56,10 +56,11 @@ type options struct {
 	kubeconfig  string
 	token       sandboxd.TokenOptions
 	inventory   *inventory.Options
+	limits      envdproxy.Limits
 }
 
 func newOptions() *options {
-	return &options{bindAddress: ":8443", namespace: "default", inventory: inventory.NewOptions()}
+	return &options{bindAddress: ":8443", namespace: "default", inventory: inventory.NewOptions(), limits: envdproxy.DefaultLimits()}
 }
 
 func (o *options) flagSet() *pflag.FlagSet {
@@ -78,6 +79,7 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"The e2b surface's envd secret file; access tokens are verified against it. Required.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig,
 		"Kubeconfig of the cluster whose NodeInventory objects are read; default $KUBECONFIG, then the in-cluster service account.")
+	o.limits.AddFlags(fs, "")
 	o.token.AddFlags(fs)
 	inventory.AddFlags(fs, o.inventory)
 	return fs
@@ -102,6 +104,9 @@ func (o *options) validate() error {
 	}
 	if o.token.Token == "" && o.token.File == "" {
 		return errors.New("--sandboxd-token or --sandboxd-token-file is required: the proxy reads claim tokens with the fleet's root api_token")
+	}
+	if err := o.limits.Validate(""); err != nil {
+		return err
 	}
 	return o.inventory.Validate()
 }
@@ -192,7 +197,7 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
-	proxy, err := envdproxy.New(envdproxy.Config{
+	pcfg := envdproxy.Config{
 		Locator:    inventorylocator.New(store, o.namespace),
 		Domain:     o.domain,
 		Secret:     creds.secret,
@@ -202,7 +207,9 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 		// Until the informer has listed every node, a published sandbox
 		// would look unknown: report not ready rather than 502 it.
 		Ready: store.HasSynced,
-	})
+	}
+	o.limits.Apply(&pcfg)
+	proxy, err := envdproxy.New(pcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +217,7 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 	// (h2c) otherwise; guest apps may send large cookies.
 	cfg := serve.ServerConfig{Name: "envd proxy", Addr: o.bindAddress, Handler: proxy, Protocols: envdproxy.Protocols(),
 		ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 1 << 20, Logger: logger}
+	o.limits.ApplyServer(&cfg)
 	if creds.certs != nil {
 		cfg.TLS = creds.certs.TLSConfig()
 	}
