@@ -103,15 +103,33 @@ func BoundBody(w http.ResponseWriter, r *http.Request, l BodyLimits) *http.Reque
 		return r
 	}
 	start := time.Now()
-	if b, ok := r.Body.(*boundedBody); ok {
-		b.tighten(l, start)
+	b, ok := r.Body.(*boundedBody)
+	if !ok {
+		b = &boundedBody{body: r.Body, rc: http.NewResponseController(w)}
+	}
+	b.tighten(l, start)
+	if r.ProtoMajor == 1 {
+		b.arm(start)
+	}
+	if ok {
 		return r
 	}
-	b := &boundedBody{body: r.Body, rc: http.NewResponseController(w)}
-	b.tighten(l, start)
 	bounded := r.WithContext(r.Context()) // a shallow copy
 	bounded.Body = b
 	return bounded
+}
+
+// arm sets the deadline before any Read, for the handler that answers
+// without reading the body: HTTP/1 then reads the rest itself, to reuse
+// the connection, and that read must not wait on a silent client either.
+// (A later Read moves the deadline again. HTTP/2 reads nothing on the
+// handler's behalf, and there a passed deadline would end the stream's
+// body for good, so it is not armed early.)
+func (b *boundedBody) arm(now time.Time) {
+	deadline, _ := b.deadline(now)
+	if err := b.rc.SetReadDeadline(deadline); err != nil {
+		b.passThrough = true
+	}
 }
 
 // boundedBody moves the connection's read deadline ahead of each Read.

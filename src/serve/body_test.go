@@ -296,3 +296,27 @@ func TestNestedBoundsTighten(t *testing.T) {
 		t.Fatal("the inner, stricter bound was not applied")
 	}
 }
+
+// TestUnreadStalledBodyIsCut: a handler answers without reading the body
+// (a 404, a refused token); net/http then reads the rest itself before
+// reusing the connection, and that read is bounded too.
+func TestUnreadStalledBodyIsCut(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	addr := listen(t, serve.ServerConfig{Handler: h, BodyIdleTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(bound))
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("the server kept waiting for an unread stalled body: %v (read so far %q)", err, got)
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 404 ") {
+		t.Fatalf("answer = %q", got)
+	}
+}

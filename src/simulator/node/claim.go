@@ -177,7 +177,7 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string
 	if p := n.pools[key]; p != nil {
 		sb.idleHibernate = p.idleHibernate
 	}
-	sb.guests = newGuestSet(n.cfg.Guests, filepath.Join(n.scratch, sb.id), n.log)
+	sb.guests = newGuestSet(n.cfg.Guests, filepath.Join(n.scratch, sb.id), n.log, n.cfg.BodyLimits)
 	n.sandboxes[sb.id] = sb
 	if tenant != "" {
 		n.tenantLive[tenant]++

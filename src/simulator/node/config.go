@@ -12,6 +12,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // Tenant is one entry of the node's tenants list: a named token with its own
@@ -129,6 +130,12 @@ type Config struct {
 	// across hibernate, closed (if an io.Closer) on release. When nil
 	// nothing listens there and the relay answers 502.
 	EnvdHandler func(sb SandboxInfo) (http.Handler, error)
+
+	// BodyLimits bound the request bodies the node's API and every guest
+	// HTTP service read (serve.BodyLimits; zero fields are serve's
+	// defaults), so a client that stalls part way through a body does not
+	// hold a connection, and what the handler opened for it, forever.
+	BodyLimits serve.BodyLimits
 
 	// ScratchRoot holds per-sandbox scratch directories (under a
 	// per-node subdirectory); default a fresh temp directory.

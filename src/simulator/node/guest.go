@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 var (
@@ -25,6 +27,7 @@ type guestSet struct {
 	specs   []Guest
 	scratch string
 	log     *slog.Logger
+	bodies  serve.BodyLimits
 
 	mu       sync.Mutex
 	closed   bool
@@ -42,8 +45,8 @@ type guestServer struct {
 	wg    sync.WaitGroup
 }
 
-func newGuestSet(specs []Guest, scratch string, log *slog.Logger) *guestSet {
-	return &guestSet{specs: specs, scratch: scratch, log: log}
+func newGuestSet(specs []Guest, scratch string, log *slog.Logger, bodies serve.BodyLimits) *guestSet {
+	return &guestSet{specs: specs, scratch: scratch, log: log, bodies: bodies}
 }
 
 // ensure starts the service on port if it is not running and returns its
@@ -89,7 +92,10 @@ func (g *guestSet) ensure(port int, info SandboxInfo) (string, error) {
 			}
 			g.handlers[port] = h
 		}
-		s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		// Request bodies are bounded as on every listener of the system,
+		// so a client reaching the relay directly cannot park a guest
+		// request (and its descriptors) on a body it never finishes.
+		s.srv = &http.Server{Handler: serve.BoundBodies(h, g.bodies), ReadHeaderTimeout: 30 * time.Second,
 			ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)}
 		protocols := new(http.Protocols)
 		protocols.SetHTTP1(true)

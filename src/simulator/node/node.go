@@ -15,6 +15,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
 // Node is one simulated sandboxd node.
@@ -73,9 +74,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.addr = ln.Addr().String()
 	}
 	n.srv = &http.Server{
-		Handler: n.Handler(),
-		// Relays stream indefinitely and cold claims block for the
-		// provisioning window, so only the header read is bounded.
+		// Relays stream indefinitely (over a hijacked connection, which
+		// the body bounds leave alone) and cold claims block for the
+		// provisioning window, so beyond the header read only request
+		// bodies are bounded.
+		Handler:           serve.BoundBodies(n.Handler(), n.cfg.BodyLimits),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),
 	}
