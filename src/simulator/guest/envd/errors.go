@@ -3,8 +3,10 @@ package envd
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"syscall"
 
 	"connectrpc.com/connect"
@@ -33,7 +35,13 @@ func classifyFS(err error) *failure {
 	switch {
 	case errors.As(err, &f):
 		return f
-	case errors.Is(err, errOutsideHome):
+	case errors.Is(err, errOutsideHome), errors.Is(err, errBadPath):
+		return newFailure(http.StatusBadRequest, connect.CodeInvalidArgument, err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The client's request body stalled (the server's body bounds).
+		return newFailure(http.StatusRequestTimeout, connect.CodeDeadlineExceeded, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// The client's request body ended short of what it declared.
 		return newFailure(http.StatusBadRequest, connect.CodeInvalidArgument, err)
 	case isEscape(err):
 		return newFailure(http.StatusForbidden, connect.CodePermissionDenied, err)
@@ -45,8 +53,15 @@ func classifyFS(err error) *failure {
 		return newFailure(http.StatusForbidden, connect.CodePermissionDenied, err)
 	case errors.Is(err, syscall.ENOSPC):
 		return newFailure(http.StatusInsufficientStorage, connect.CodeResourceExhausted, err)
-	case errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR),
+		errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ELOOP):
+		// Each is the shape of the path or of the tree the client named
+		// (a file where a directory must be, a name the system refuses,
+		// a symlink loop the sandbox's own commands made), not a fault
+		// of the guest.
 		return newFailure(http.StatusBadRequest, connect.CodeInvalidArgument, err)
+	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EBUSY):
+		return newFailure(http.StatusConflict, connect.CodeFailedPrecondition, err)
 	default:
 		return newFailure(http.StatusInternalServerError, connect.CodeInternal, err)
 	}

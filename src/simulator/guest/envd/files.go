@@ -51,7 +51,7 @@ func (g *Guest) serveDownload(w http.ResponseWriter, r *http.Request) {
 	guestPath := r.URL.Query().Get("path")
 	p, err := g.home.resolve(user, guestPath)
 	if err != nil {
-		writeFailure(w, fmt.Errorf("path %q: %w", guestPath, err))
+		writeFailure(w, fmt.Errorf("path %s: %w", quotePath(guestPath), err))
 		return
 	}
 	f, err := g.home.root.Open(p.rel)
@@ -216,7 +216,7 @@ func rawFileName(disposition string) string {
 func (g *Guest) writeUpload(user, dest string, src io.Reader) (uploadEntry, error) {
 	p, err := g.home.resolve(user, dest)
 	if err != nil {
-		return uploadEntry{}, fmt.Errorf("path %q: %w", dest, err)
+		return uploadEntry{}, fmt.Errorf("path %s: %w", quotePath(dest), err)
 	}
 	rel, root := p.rel, g.home.root
 	if st, err := root.Stat(rel); rel == "." || (err == nil && st.IsDir()) {

@@ -177,7 +177,7 @@ func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[fil
 func (s *filesystemService) resolve(ctx context.Context, p string) (place, error) {
 	pl, err := s.guest.home.resolve(userFrom(ctx), p)
 	if err != nil {
-		return place{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path %q: %w", p, err))
+		return place{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path %s: %w", quotePath(p), err))
 	}
 	return pl, nil
 }

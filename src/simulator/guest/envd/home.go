@@ -15,6 +15,45 @@ import (
 // elsewhere).
 var errOutsideHome = errors.New("path is outside the sandbox home")
 
+// errBadPath is returned for a path no file could have: a NUL byte, or
+// longer than Linux allows. Such a path is the client's mistake; left to
+// the system call it would surface as an unclassified EINVAL or
+// ENAMETOOLONG.
+var errBadPath = errors.New("invalid path")
+
+// Linux's bounds on a path: PATH_MAX bytes in all (with the NUL), and
+// NAME_MAX bytes in one name.
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+)
+
+// checkPath refuses a path no file could have.
+func checkPath(p string) error {
+	if strings.IndexByte(p, 0) >= 0 {
+		return fmt.Errorf("%w: it contains a NUL byte", errBadPath)
+	}
+	if len(p) >= maxPathBytes {
+		return fmt.Errorf("%w: %d bytes long, over the %d allowed", errBadPath, len(p), maxPathBytes-1)
+	}
+	for name := range strings.SplitSeq(p, "/") {
+		if len(name) > maxNameBytes {
+			return fmt.Errorf("%w: a name of %d bytes, over the %d allowed", errBadPath, len(name), maxNameBytes)
+		}
+	}
+	return nil
+}
+
+// quotePath quotes a client's path for an error message, shortened so
+// that a huge path is not echoed back whole.
+func quotePath(p string) string {
+	const keep = 128
+	if len(p) <= keep {
+		return fmt.Sprintf("%q", p)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", p[:keep], len(p))
+}
+
 // rootUser is the superuser; its guest home is /root.
 const rootUser = "root"
 
@@ -83,6 +122,9 @@ func guestHome(user string) string {
 // outside. The sandbox has no /tmp or other system directories of its own,
 // and naming the host's would defeat the confinement.
 func (h *home) resolve(user, p string) (place, error) {
+	if err := checkPath(p); err != nil {
+		return place{}, err
+	}
 	own := guestHome(user)
 	switch {
 	case p == "" || p == "~":

@@ -171,7 +171,7 @@ func (s *processService) spawnRequest(user string, msg *processpb.StartRequest, 
 	h := s.guest.home
 	cwd, err := h.resolve(user, cfg.GetCwd())
 	if err != nil {
-		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %q: %w", cfg.GetCwd(), err))
+		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd %s: %w", quotePath(cfg.GetCwd()), err))
 	}
 	st, err := h.root.Stat(cwd.rel)
 	if err != nil {
