@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -318,5 +319,45 @@ func TestUnreadStalledBodyIsCut(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(got), "HTTP/1.1 404 ") {
 		t.Fatalf("answer = %q", got)
+	}
+}
+
+// TestAbandonedBodyIsNotReadAsARequest: a full-duplex handler that leaves
+// most of a large body unread makes net/http close the connection rather
+// than parse the rest as the next request. The bounded body must not hide
+// the abandoned one from it (it does not replace the server's request
+// body).
+func TestAbandonedBodyIsNotReadAsARequest(t *testing.T) {
+	paths := make(chan string, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths <- r.URL.Path
+		// Full duplex, as the envd proxy serves HTTP/1: net/http then
+		// leaves the unread body to its check after the handler.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		_, _ = io.CopyN(io.Discard, r.Body, 10)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	addr := listen(t, serve.ServerConfig{Handler: h, BodyIdleTimeout: time.Minute})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(bound))
+	inner := "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+	body := strings.Repeat("x", 10) + inner + strings.Repeat("y", 300<<10)
+	// The client sends the body in full while reading nothing: write it
+	// from a goroutine, since the server may stop reading part way.
+	go func() {
+		_, _ = io.WriteString(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	}()
+	_, _ = io.ReadAll(conn)
+	close(paths)
+	var seen []string
+	for p := range paths {
+		seen = append(seen, p)
+	}
+	if len(seen) != 1 || seen[0] != "/upload" {
+		t.Fatalf("requests the server saw on the connection: %q; the rest of an abandoned body was parsed as a request", seen)
 	}
 }
