@@ -1,0 +1,86 @@
+package isolate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// StateDir holds one directory per sandbox (StateDir/<id>: the writable
+	// layer, the overlay's work dir, the relay socket). It is created if
+	// missing. Paths inside it must not contain ',' ':' or '\\' (overlay
+	// mount options cannot carry them).
+	StateDir string
+	// CgroupParent is the cgroup (relative to each hierarchy's root) under
+	// which every sandbox gets its own cgroup. Empty means no cgroup: no
+	// CPU or memory limits and no freezer.
+	CgroupParent string
+	// Logger receives the runtime's diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Spec describes one sandbox.
+type Spec struct {
+	// ID names the sandbox and its directory under StateDir: letters,
+	// digits, '.', '_' and '-', at most 64 bytes, not starting with '.'.
+	ID string
+	// Hostname inside the sandbox (its own UTS namespace); ID when empty.
+	Hostname string
+	// RootFS is the read-only lower layer, shared by every sandbox that
+	// uses it. It is never written.
+	RootFS string
+	// From optionally names a directory saved by SaveLayer (or another
+	// sandbox's LayerDir while that sandbox is frozen or closed) whose
+	// content seeds the new sandbox's writable layer.
+	From string
+	// CPUCount and MemoryMiB set cgroup limits where the runtime has the
+	// controller; 0 means no limit.
+	CPUCount, MemoryMiB int
+	// User is the user Command runs as inside, looked up in the root
+	// filesystem's /etc/passwd; empty means root.
+	User string
+	// Program is the name given to Register; Config is passed to it as is.
+	Program string
+	Config  []byte
+	// Stdout and Stderr receive the output of the sandbox's init and
+	// program; nil discards it.
+	Stdout, Stderr io.Writer
+}
+
+// ErrNoFreezer is returned by Freeze and Thaw when the sandbox has no cgroup
+// freezer (no CgroupParent, or the machine has none).
+var ErrNoFreezer = errors.New("isolate: no cgroup freezer for this sandbox")
+
+// ErrClosed is returned by operations on a closed sandbox.
+var ErrClosed = errors.New("isolate: sandbox closed")
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]func(ctx context.Context, config []byte) error{}
+)
+
+// Register makes fn runnable as a sandbox's program under name. Call it from
+// an init func, so the re-executed binary knows the name before Init runs.
+// fn runs inside the sandbox as root (PID 2); ctx is cancelled on SIGTERM or
+// SIGINT. When fn returns the sandbox ends: a nil error exits 0, otherwise
+// the error is printed to the sandbox's stderr and it exits 1.
+func Register(name string, fn func(ctx context.Context, config []byte) error) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic(fmt.Sprintf("isolate: program %q registered twice", name))
+	}
+	registry[name] = fn
+}
+
+func lookupProgram(name string) (func(ctx context.Context, config []byte) error, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	fn, ok := registry[name]
+	return fn, ok
+}

@@ -1,0 +1,48 @@
+package isolate
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// droppedCaps are the capabilities whose reach goes beyond the sandbox's own
+// namespaces: with them a root inside could load kernel code, touch raw
+// devices or host files (open_by_handle_at), undo the mount setup, ptrace
+// the init (which keeps full capabilities), set the host's clock, or pin
+// files so Close cannot delete them. Everything else a root inside usually
+// needs (chown, setuid for sudo/su, binding low ports, kill inside) stays.
+var droppedCaps = []uintptr{
+	unix.CAP_SYS_MODULE,
+	unix.CAP_SYS_RAWIO,
+	unix.CAP_SYS_ADMIN,
+	unix.CAP_SYS_BOOT,
+	unix.CAP_SYS_TIME,
+	unix.CAP_SYS_PTRACE,
+	unix.CAP_SYS_PACCT,
+	unix.CAP_DAC_READ_SEARCH,
+	unix.CAP_MKNOD,
+	unix.CAP_LINUX_IMMUTABLE,
+	unix.CAP_MAC_ADMIN,
+	unix.CAP_MAC_OVERRIDE,
+	unix.CAP_AUDIT_CONTROL,
+	unix.CAP_SYSLOG,
+	unix.CAP_WAKE_ALARM,
+	unix.CAP_BLOCK_SUSPEND,
+	unix.CAP_BPF,
+	unix.CAP_PERFMON,
+}
+
+// dropBoundingCaps removes droppedCaps from the calling thread's bounding
+// set; the caller must be locked to its thread and fork from it.
+func dropBoundingCaps() error {
+	for _, c := range droppedCaps {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
+		// EINVAL: the kernel predates this capability; nothing to drop.
+		if err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	return nil
+}

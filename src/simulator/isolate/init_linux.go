@@ -1,0 +1,239 @@
+package isolate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// The re-executed binary learns its role from the environment: the host
+// starts it with a clean environment holding only these variables, so an
+// ordinary run of the binary never sees them.
+const (
+	envStage   = "ISOLATE_STAGE"
+	envProgram = "ISOLATE_PROGRAM"
+	envProbe   = "ISOLATE_PROBE_DIR"
+
+	stageInit    = "init"    // PID 1: namespace setup, relay, reaper
+	stageProgram = "program" // PID 2: the registered program
+	stageProbe   = "probe"   // Available's trial run
+)
+
+// File descriptors the host hands to the init, and the init to the program.
+const (
+	fdSpec   = 3 // host → init: the initSpec, JSON
+	fdStatus = 4 // init → host: one initStatus, JSON, then EOF
+	fdRelay  = 5 // host → init: the relay's listening unix socket
+	fdConfig = 3 // init → program: the programEnvelope, JSON, after pivot_root
+)
+
+// initCalled lets Available and New refuse to start sandboxes in a binary
+// whose main never calls Init: the re-executed child would run main instead.
+var initCalled atomic.Bool
+
+// initSpec is everything the init needs, sent over fdSpec.
+type initSpec struct {
+	ID       string
+	Hostname string
+	RootFS   string
+	Upper    string
+	Work     string
+	Merged   string
+	User     string
+	Program  string
+	Config   []byte
+	Rootless bool
+}
+
+// initStatus reports the end of setup to the host.
+type initStatus struct {
+	Error string `json:",omitempty"`
+}
+
+// Init must be the first thing main (and TestMain of a package that starts
+// sandboxes) does. In a process re-executed by the runtime it runs that
+// stage and exits; otherwise it returns at once.
+func Init() {
+	initCalled.Store(true)
+	switch os.Getenv(envStage) {
+	case "":
+		return
+	case stageInit:
+		runInit()
+	case stageProgram:
+		runProgram()
+	case stageProbe:
+		runProbe()
+	default:
+		fmt.Fprintf(os.Stderr, "isolate: unknown stage %q\n", os.Getenv(envStage))
+	}
+	os.Exit(2)
+}
+
+// runInit is PID 1 of the sandbox. It never returns.
+func runInit() {
+	status := os.NewFile(fdStatus, "status")
+	// Signals from inside the sandbox must not end it: only the host's
+	// SIGKILL does (the kernel already shields a namespace's init from
+	// SIGKILL sent from inside).
+	signal.Ignore(unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+	child, err := setUp()
+	if err != nil {
+		reportStatus(status, err)
+		os.Exit(1)
+	}
+	reportStatus(status, nil)
+	code := reapUntil(child)
+	os.Exit(code)
+}
+
+func reportStatus(f *os.File, err error) {
+	var st initStatus
+	if err != nil {
+		st.Error = err.Error()
+	}
+	_ = json.NewEncoder(f).Encode(st)
+	_ = f.Close()
+}
+
+// child is the started program: its pid, and the reaper's signal channel
+// (subscribed before the fork so no SIGCHLD is missed).
+type child struct {
+	pid     int
+	sigchld chan os.Signal
+}
+
+// setUp builds the sandbox around the init and starts the program.
+func setUp() (*child, error) {
+	raw, err := io.ReadAll(os.NewFile(fdSpec, "spec"))
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	var spec initSpec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return nil, fmt.Errorf("decode spec: %w", err)
+	}
+	relay, err := net.FileListener(os.NewFile(fdRelay, "relay"))
+	if err != nil {
+		return nil, fmt.Errorf("relay socket: %w", err)
+	}
+	if err := buildRoot(&spec); err != nil {
+		return nil, err
+	}
+	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+		return nil, fmt.Errorf("sethostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return nil, err
+	}
+	user, err := lookupUser(spec.Merged, spec.User, spec.Rootless)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureHome(spec.Merged, user); err != nil {
+		return nil, err
+	}
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{sigchld: make(chan os.Signal, 1)}
+	signal.Notify(c.sigchld, unix.SIGCHLD)
+	// The program is started before pivot_root so that the kernel and the
+	// dynamic loader resolve the binary and its libraries on the host's
+	// root; pivot_root then moves its root along with ours, and it waits
+	// for its config (sent after the pivot) before doing anything.
+	c.pid, err = startProgram(spec.Program, cfgR)
+	cfgR.Close()
+	if err != nil {
+		cfgW.Close()
+		return nil, err
+	}
+	if err := pivotInto(spec.Merged); err != nil {
+		cfgW.Close()
+		return nil, err
+	}
+	env := programEnvelope{Config: spec.Config, User: user}
+	err = json.NewEncoder(cfgW).Encode(env)
+	cfgW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("send config to program: %w", err)
+	}
+	go serveRelay(relay)
+	return c, nil
+}
+
+// startProgram forks the program with a reduced capability bounding set.
+// The bounding set is per thread, so the drop and the fork happen on one
+// locked thread, which is then discarded (never unlocked) so no other
+// goroutine inherits the reduced set.
+func startProgram(name string, cfg *os.File) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Deliberately no UnlockOSThread: the thread exits with the goroutine.
+		if err := dropBoundingCaps(); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		devnull, err := os.Open(os.DevNull)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer devnull.Close()
+		pid, err := syscallForkExec("/proc/self/exe", []string{"isolate-program"}, []string{
+			envStage + "=" + stageProgram,
+			envProgram + "=" + name,
+			"PATH=" + defaultPath,
+			"HOME=/root",
+		}, []uintptr{devnull.Fd(), os.Stdout.Fd(), os.Stderr.Fd(), cfg.Fd()})
+		ch <- result{pid, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return 0, fmt.Errorf("start program %q: %w", name, r.err)
+	}
+	return r.pid, nil
+}
+
+// reapUntil is PID 1's duty: it collects every process that ends in the
+// sandbox (orphans are reparented to it) and returns the program's exit code
+// once the program ends, which ends the sandbox.
+func reapUntil(c *child) int {
+	for range c.sigchld {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			if pid == c.pid {
+				switch {
+				case ws.Exited():
+					return ws.ExitStatus()
+				case ws.Signaled():
+					return 128 + int(ws.Signal())
+				}
+				return 1
+			}
+		}
+	}
+	return 1
+}
