@@ -10,6 +10,9 @@
 #   work/         everything Bazel reads or writes, at the same path inside
 #                 the root and out: rules_go, gazelle, the stand-in modules,
 #                 the offline bazelrc and Bazel's output
+#   rootfs/       the simulator's base template root filesystem
+#                 (tools/build/rootfs.sh), at the same path inside the root
+#                 and out, read-only inside
 
 log() { printf 'tools/bazel: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -21,7 +24,8 @@ cache=$(cd "$cache" && pwd -P)
 root=$cache/bazel-root          # the sid root holding Bazel and its JDK
 work=$cache/work                # everything Bazel reads or writes, same path inside and out
 rc=$work/offline.bazelrc        # the opt-in bazelrc provision.sh writes
-mkdir -p "$work"
+rootfs=$cache/rootfs            # what tools/build/rootfs.sh provisions
+mkdir -p "$work" "$rootfs"
 
 [[ $(id -u) -eq 0 ]] || die "provisioning Bazel needs root (debootstrap, chroot, unshare); run as root or use bazelisk"
 command -v go >/dev/null || die "a Go toolchain on PATH is needed to fetch modules from the Go module proxy"
@@ -32,14 +36,15 @@ gomodcache=$(go env GOMODCACHE)
 readonly LAYOUT=2
 
 # in_root runs a command chrooted into $1 with /proc, /dev, /sys, the work
-# area and the colon-separated paths in IN_ROOT_BINDS mounted, all inside a
-# private mount namespace that dies with the command.
+# area, the base root filesystems (read-only) and the colon-separated paths in
+# IN_ROOT_BINDS mounted, all inside a private mount namespace that dies with
+# the command.
 in_root() {
   local r=$1; shift
   # The script is expanded by the inner bash, not here.
   # shellcheck disable=SC2016
   unshare --mount --propagation private -- /bin/bash -euc '
-    r=$1; work=$2; ws=$3; shift 3
+    r=$1; work=$2; ws=$3; rootfs=$4; shift 4
     # The root becomes a mount point of its own, so inside the chroot "/"
     # appears in /proc/self/mountinfo (containerd looks its directories up
     # there, and mount propagation of "/" can be changed).
@@ -50,16 +55,21 @@ in_root() {
     # need sysfs and the cgroup hierarchies.
     mount --rbind /sys "$r/sys"
     mkdir -p "$r$work"; mount --bind "$work" "$r$work"
+    # Tests and `bazel run` targets start sandboxes over the base root
+    # filesystem, at the path SANDBOX_OPERATOR_BASE_ROOTFS names; read-only,
+    # because every sandbox shares it and none may change it.
+    mkdir -p "$r$rootfs"; mount --bind "$rootfs" "$r$rootfs"
+    mount -o remount,bind,ro "$r$rootfs"
     IFS=: read -ra binds <<<"$ws"
     for b in "${binds[@]}"; do [[ -n "$b" ]] || continue; mkdir -p "$r$b"; mount --bind "$b" "$r$b"; done
     for f in /etc/hosts /etc/resolv.conf; do [[ -e $f ]] && cp -L "$f" "$r$f" 2>/dev/null || true; done
     exec chroot "$r" "$@"
-  ' in_root "$r" "$work" "${IN_ROOT_BINDS:-}" "$@"
+  ' in_root "$r" "$work" "${IN_ROOT_BINDS:-}" "$rootfs" "$@"
 }
 
 # MOUNTS names the set of mounts in_root makes: a server started under an
 # older set lacks the newer mounts (e.g. /sys), so a change restarts it.
-readonly MOUNTS="root proc dev sys work"
+readonly MOUNTS="root proc dev sys work rootfs"
 
 # The Bazel command line inside the root.
 bazel_cmd=(/usr/bin/bazel --bazelrc="$rc" --max_idle_secs=10800)

@@ -8,6 +8,7 @@
 #   - rules_go and gazelle taken from the Go module proxy;
 #   - the stand-in modules checked in under tools/build/stubs;
 #   - every Go module go.mod names, and the pinned Go SDK;
+#   - the simulator's base template root filesystem (tools/build/rootfs.sh);
 #   - an opt-in bazelrc that points Bazel at all of the above.
 # Each step builds into a temporary directory and renames it into place when
 # complete, so an interrupted run leaves nothing half-made behind; a lock
@@ -210,6 +211,13 @@ prefetch_modules() {
   echo "$sum" >"$stamp"
 }
 
+# provision_base_rootfs makes the root filesystem simulated sandboxes run
+# over (tools/build/rootfs.sh, which has its own lock and returns at once when
+# it is in place) and sets base_rootfs to its directory, for the bazelrc.
+provision_base_rootfs() {
+  base_rootfs=$("$workspace/tools/build/rootfs.sh") || die "provisioning the base root filesystem failed (tools/build/rootfs.sh)"
+}
+
 # npm_registry prints the npm registry this machine is configured with (the
 # environment first, then npm's own configuration), or nothing. Bazel runs in
 # a root without npm, so the address is resolved here and passed on.
@@ -242,6 +250,11 @@ offline_rc() {
     echo "common --repo_env=GOSUMDB=off"
     echo "common --repo_env=GOFLAGS="
     if [[ -n "$registry" ]]; then echo "common --repo_env=NPM_CONFIG_REGISTRY=$registry"; fi
+    # Tests find the base template's root filesystem here (src/simulator/rootfs).
+    # The path is the versioned tree, not the stable link, so a new tree
+    # changes the tests' environment and they run again instead of coming
+    # from the cache.
+    echo "test --test_env=SANDBOX_OPERATOR_BASE_ROOTFS=$base_rootfs"
   } >"$rc.tmp"
   mv "$rc.tmp" "$rc"
 }
@@ -270,5 +283,6 @@ trust_host_cas
 provision_rules
 provision_stubs
 prefetch_modules
+provision_base_rootfs
 offline_rc
 restart_stale_server

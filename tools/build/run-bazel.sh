@@ -15,7 +15,8 @@ cwd=$(pwd -P)
 # `bazel run` builds inside the root and writes a script instead of running
 # the target; the script then runs in the root too (the target's runfiles point
 # at Bazel's own tools there), with the caller's environment, working
-# directory and /tmp visible at their usual paths.
+# directory and /tmp visible at their usual paths, and told where the base
+# root filesystem is.
 cmd=${1:-}
 script=""
 args=("$@")
@@ -46,6 +47,11 @@ set -e
 if [[ -n "$script" ]]; then
   if [[ $rc_bazel -eq 0 && -s "$script" ]]; then
     chmod +x "$script"
+    # The target finds the base template's root filesystem as tests do
+    # (src/simulator/rootfs), unless the caller named another.
+    if [[ -z "${SANDBOX_OPERATOR_BASE_ROOTFS:-}" ]] && base=$(readlink -e "$rootfs/base"); then
+      export SANDBOX_OPERATOR_BASE_ROOTFS=$base
+    fi
     IN_ROOT_BINDS=$IN_ROOT_BINDS:/tmp:$(pwd -P)
     set +e
     # shellcheck disable=SC2016
