@@ -218,4 +218,3 @@ func splitNul(b []byte) []string {
 	}
 	return out
 }
-

@@ -39,17 +39,17 @@ func (r *Runtime) Close() error { return nil }
 // Sandbox is never created outside Linux.
 type Sandbox struct{}
 
-func (s *Sandbox) ID() string                                      { return "" }
-func (s *Sandbox) PID() int                                        { return 0 }
+func (s *Sandbox) ID() string                                           { return "" }
+func (s *Sandbox) PID() int                                             { return 0 }
 func (s *Sandbox) Dial(ctx context.Context, port int) (net.Conn, error) { return nil, errUnsupported }
-func (s *Sandbox) Freeze() error                                   { return errUnsupported }
-func (s *Sandbox) Thaw() error                                     { return errUnsupported }
-func (s *Sandbox) SaveLayer(dir string) error                      { return errUnsupported }
-func (s *Sandbox) LayerDir() string                                { return "" }
-func (s *Sandbox) RelaySocket() string                             { return "" }
-func (s *Sandbox) Done() <-chan struct{}                           { return nil }
-func (s *Sandbox) Err() error                                      { return errUnsupported }
-func (s *Sandbox) Close() error                                    { return nil }
+func (s *Sandbox) Freeze() error                                        { return errUnsupported }
+func (s *Sandbox) Thaw() error                                          { return errUnsupported }
+func (s *Sandbox) SaveLayer(dir string) error                           { return errUnsupported }
+func (s *Sandbox) LayerDir() string                                     { return "" }
+func (s *Sandbox) RelaySocket() string                                  { return "" }
+func (s *Sandbox) Done() <-chan struct{}                                { return nil }
+func (s *Sandbox) Err() error                                           { return errUnsupported }
+func (s *Sandbox) Close() error                                         { return nil }
 
 // Command outside Linux is a plain command: there is no sandbox user.
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
