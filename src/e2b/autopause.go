@@ -114,6 +114,7 @@ func (a *autoPauser) pause(sb fleet.Sandbox) {
 		a.log.Warn("auto-pause: hibernate failed; the sandbox ends at its timeout", "sandbox", sb.ID, "err", err)
 		return
 	}
+	sb.Paused = true // the renew below tells the view the sandbox as it is now
 	deadline, err := a.fleet.Renew(ctx, sb, int(a.retention/time.Second))
 	if err != nil {
 		a.log.Warn("auto-pause: paused, but keeping it failed; it ends at its timeout", "sandbox", sb.ID, "err", err)

@@ -142,6 +142,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c caller) {
 		s.fleetError(w, err, "resume")
 		return
 	}
+	sb.Paused = false // the renew below tells the view the sandbox as it is now
 	ttl := int(s.cfg.DefaultTimeout / time.Second)
 	if req.Timeout != nil && *req.Timeout > 0 {
 		ttl = *req.Timeout
@@ -174,6 +175,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
 			s.fleetError(w, err, "resume")
 			return
 		}
+		sb.Paused = false // the renew below tells the view the sandbox as it is now
 		status = http.StatusCreated
 		// A resumed sandbox runs for the connect's timeout (the default when
 		// it names none), not for whatever lease it was kept paused under.

@@ -49,7 +49,9 @@ func (f *Fleet) Resume(ctx context.Context, sb Sandbox) error {
 }
 
 // Renew sets sb's lease to ttlSeconds from now and returns the deadline
-// the node granted.
+// the node granted. The view's recorder is told sb with the new deadline,
+// so sb must be current: after a Pause or Resume, pass the sandbox with
+// Paused set as it now is, not the copy from before.
 func (f *Fleet) Renew(ctx context.Context, sb Sandbox, ttlSeconds int) (time.Time, error) {
 	var deadline time.Time
 	err := f.change(ctx, sb, "renew", func(ctx context.Context, c *sandboxd.Client) error {

@@ -44,6 +44,9 @@ type Entry struct {
 	ID, DNSID string
 	ClaimRef  string
 	Template  string
+	// Net and Size complete the pool key with Template; empty when the
+	// publisher does not say.
+	Net, Size string
 	Deadline  time.Time
 	ClaimedAt time.Time
 
@@ -67,7 +70,7 @@ func (e *Entry) Key() string {
 func (e *Entry) Same(o *Entry) bool {
 	return e.Node == o.Node && e.Address == o.Address && e.Name == o.Name &&
 		e.Phase == o.Phase && e.ID == o.ID && e.ClaimRef == o.ClaimRef &&
-		e.Template == o.Template && e.Deadline.Equal(o.Deadline) &&
+		e.Template == o.Template && e.Net == o.Net && e.Size == o.Size && e.Deadline.Equal(o.Deadline) &&
 		e.ClaimedAt.Equal(o.ClaimedAt)
 }
 
@@ -81,6 +84,8 @@ func newEntry(node, nodeAddr string, in *v1beta1.InventoryEntry) *Entry {
 		ID:       in.ID,
 		ClaimRef: in.ClaimRef,
 		Template: in.Template,
+		Net:      in.Net,
+		Size:     in.Size,
 	}
 	if e.Address == "" {
 		e.Address = nodeAddr

@@ -120,7 +120,7 @@ func sandboxOf(e *inventory.Entry) fleet.Sandbox {
 	return fleet.Sandbox{
 		ID:        e.ID,
 		ClaimRef:  sandbox.ClaimRef{Namespace: e.Namespace, Name: e.ObjectName},
-		Key:       sandbox.PoolKey{Template: e.Template},
+		Key:       sandbox.PoolKey{Template: e.Template, Net: e.Net, Size: e.Size},
 		Node:      e.Node,
 		NodeAddr:  e.Address,
 		ClaimedAt: e.ClaimedAt,
@@ -135,7 +135,7 @@ func entryOf(sb fleet.Sandbox) inventory.Entry {
 	dns, _ := sandbox.DNSID(sb.ID)
 	return inventory.Entry{
 		Node: sb.Node, Address: sb.NodeAddr, Name: ref, Phase: phaseOf(sb.Paused),
-		ID: sb.ID, DNSID: dns, ClaimRef: ref, Template: sb.Key.Template,
+		ID: sb.ID, DNSID: dns, ClaimRef: ref, Template: sb.Key.Template, Net: sb.Key.Net, Size: sb.Key.Size,
 		Deadline: sb.Deadline, ClaimedAt: sb.ClaimedAt,
 		Namespace: sb.Namespace, ObjectName: sb.Name,
 	}

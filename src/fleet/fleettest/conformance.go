@@ -134,8 +134,17 @@ func pauseResumeRenew(t *testing.T, newFleet NewFunc) {
 	if err := h.Fleet.Pause(ctx, c.Sandbox); err != nil {
 		t.Fatal(err)
 	}
+	paused, err := h.Fleet.Find(ctx, "ns", c.ID)
+	if err != nil || !paused.Paused {
+		t.Fatalf("after Pause: %+v, %v", paused, err)
+	}
+	// A paused sandbox's lease is renewed to keep it (e2b's auto-pause);
+	// the renew must leave it paused.
+	if _, err := h.Fleet.Renew(ctx, paused, 120); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := h.Fleet.Find(ctx, "ns", c.ID); err != nil || !got.Paused {
-		t.Fatalf("after Pause: %+v, %v", got, err)
+		t.Fatalf("after renewing the paused sandbox: %+v, %v", got, err)
 	}
 	if err := h.Fleet.Resume(ctx, c.Sandbox); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ type EntrySnapshot struct {
 	ClaimRef  string
 	Addr      string
 	Template  string
+	Net, Size string
 	Deadline  time.Time
 	ClaimedAt time.Time
 }
@@ -58,7 +59,8 @@ func (n *Node) Snapshot() Snapshot {
 		}
 		s.Entries = append(s.Entries, EntrySnapshot{
 			Name: name, Phase: phase, ID: sb.id, ClaimRef: sb.claimRef, Addr: n.addr,
-			Template: sb.key.Template, Deadline: sb.deadline, ClaimedAt: sb.claimedAt,
+			Template: sb.key.Template, Net: sb.key.Net, Size: sb.key.Size,
+			Deadline: sb.deadline, ClaimedAt: sb.claimedAt,
 		})
 	}
 	n.mu.Unlock()

@@ -30,6 +30,8 @@ func FromSnapshot(s node.Snapshot) *v1beta1.NodeInventory {
 			ClaimRef:  e.ClaimRef,
 			Addr:      e.Addr,
 			Template:  e.Template,
+			Net:       e.Net,
+			Size:      e.Size,
 			Deadline:  timeOrNil(e.Deadline),
 			ClaimedAt: timeOrNil(e.ClaimedAt),
 		})

@@ -114,6 +114,16 @@ type InventoryEntry struct {
 	// +optional
 	Template string `json:"template,omitempty"`
 
+	// net is the network lane of the pool the sandbox was claimed from
+	// ("none", "egress", ...), so readers can tell what the sandbox may do
+	// (an egress-lane sandbox stays live: no hibernate, fork or checkpoint).
+	// +optional
+	Net string `json:"net,omitempty"`
+
+	// size is the size tier of the pool the sandbox was claimed from.
+	// +optional
+	Size string `json:"size,omitempty"`
+
 	// deadline is when the sandbox's lease ends.
 	// +optional
 	Deadline *metav1.Time `json:"deadline,omitempty"`
