@@ -56,12 +56,14 @@ func (n *Node) createCheckpoint(c caller, id string, req sandboxd.CheckpointRequ
 		seq: n.seq,
 	}
 	src := filepath.Join(n.scratch, sb.id)
+	guests := sb.guests
 	n.mu.Unlock()
 
 	// Capture the disk outside the lock; the record appears once complete.
-	if _, err := os.Stat(src); err == nil {
+	// A machine always has a disk; in-process guests only once they wrote.
+	if _, err := os.Stat(src); err == nil || guests.machine != nil {
 		dst := filepath.Join(n.scratch, ck.rec.ID)
-		if err := copyTreeIfExists(src, dst); err != nil {
+		if err := guests.saveDisk(dst); err != nil {
 			_ = os.RemoveAll(dst)
 			return sandboxd.Checkpoint{}, errorf(http.StatusInternalServerError, "checkpoint failed")
 		}
@@ -154,7 +156,10 @@ func (n *Node) claimCheckpoint(ctx context.Context, c caller, id string, req san
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}
-	if ck.dir != "" {
+	if err := n.deliver(ctx, sb); err != nil {
+		return sandboxd.ClaimResponse{}, n.failClaim(sb, err)
+	}
+	if ck.dir != "" && sb.guests.machine == nil { // a machine started from ck.dir
 		if err := copyTreeIfExists(ck.dir, filepath.Join(n.scratch, sb.id)); err != nil {
 			n.log.Warn("checkpoint claim: copy scratch failed", "node", n.cfg.Name, "sandbox", sb.id, "err", err)
 		}

@@ -89,6 +89,9 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 		}
 		n.mu.Unlock()
 		n.kickRefill()
+		if err := n.deliver(ctx, sb); err != nil {
+			return sandboxd.ClaimResponse{}, n.failClaim(sb, err)
+		}
 		n.stats.claimsWarm.Add(1)
 		n.stats.claimNanos.Add(int64(time.Since(start)))
 		return resp, nil
@@ -105,6 +108,9 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	sb, tier, aerr := n.provision(ctx, key, tenant, req.ClaimRef, lease, "")
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
+	}
+	if err := n.deliver(ctx, sb); err != nil {
+		return sandboxd.ClaimResponse{}, n.failClaim(sb, err)
 	}
 	n.mu.Lock()
 	resp := n.claimResponse(sb)
@@ -130,8 +136,31 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 	if p := n.pools[key]; fromCheckpoint != "" || (p != nil && p.golden) {
 		delay, tier = n.cfg.RefillDelay, &n.stats.claimsClone
 	}
+	from := ""
+	if ck := n.checkpoints[fromCheckpoint]; ck != nil {
+		from = ck.dir
+	}
 	n.pending++
 	n.mu.Unlock()
+
+	var wm *warmMachine
+	if n.cfg.Isolation != nil {
+		id := newSandboxID()
+		m, err := n.startMachine(ctx, id, key, from)
+		if err != nil {
+			n.log.Warn("provision: starting the machine failed", "node", n.cfg.Name, "err", err)
+			n.mu.Lock()
+			n.pending--
+			n.mu.Unlock()
+			return nil, nil, errorf(http.StatusInternalServerError, "provisioning failed")
+		}
+		wm = &warmMachine{id: id, m: m}
+		defer func() {
+			if wm != nil { // not taken by a sandbox
+				_ = wm.m.Close()
+			}
+		}()
+	}
 
 	if delay > 0 {
 		t := time.NewTimer(delay)
@@ -155,14 +184,35 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 		n.stats.refused.Add(1)
 		return nil, nil, errDraining
 	}
-	return n.newSandboxLocked(key, newVMName(), tenant, claimRef, lease, fromCheckpoint), tier, nil
+	vm := newVMName()
+	if wm != nil {
+		n.warmMachines[vm], wm = wm, nil
+	}
+	return n.newSandboxLocked(key, vm, tenant, claimRef, lease, fromCheckpoint), tier, nil
+}
+
+// failClaim undoes a claim whose machine could not take it: the caller
+// is told the node failed, and nothing stays claimed.
+func (n *Node) failClaim(sb *claimed, err error) *apiError {
+	n.log.Warn("claim: the machine did not take the claim", "node", n.cfg.Name, "err", err)
+	n.mu.Lock()
+	n.removeLocked(sb)
+	n.mu.Unlock()
+	n.destroy(sb)
+	return errorf(http.StatusInternalServerError, "provisioning failed")
 }
 
 // newSandboxLocked records a claim of vm under a fresh id and token.
 func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *claimed {
 	now := n.cfg.Clock.Now()
+	id := newSandboxID()
+	wm := n.warmMachines[vm]
+	if wm != nil {
+		id = wm.id // the machine was started under it (its hostname)
+		delete(n.warmMachines, vm)
+	}
 	sb := &claimed{
-		id:             newSandboxID(),
+		id:             id,
 		token:          newToken(),
 		vm:             vm,
 		key:            key,
@@ -178,6 +228,9 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string
 		sb.idleHibernate = p.idleHibernate
 	}
 	sb.guests = newGuestSet(n.cfg.Guests, filepath.Join(n.scratch, sb.id), n.log, n.cfg.BodyLimits)
+	if wm != nil {
+		sb.guests.machine, sb.guests.control = wm.m, n.cfg.Isolation.ControlPort
+	}
 	n.sandboxes[sb.id] = sb
 	if tenant != "" {
 		n.tenantLive[tenant]++

@@ -131,6 +131,12 @@ type Config struct {
 	// nothing listens there and the relay answers 502.
 	EnvdHandler func(sb SandboxInfo) (http.Handler, error)
 
+	// Isolation, when set, runs every sandbox as its own machine
+	// (namespaces over a root filesystem) whose program serves the guest
+	// ports; Guests and EnvdHandler are then not used. Nil runs the guest
+	// services in this process, unisolated.
+	Isolation *Isolation
+
 	// BodyLimits bound the request bodies the node's API and every guest
 	// HTTP service read (serve.BodyLimits; zero fields are serve's
 	// defaults), so a client that stalls part way through a body does not

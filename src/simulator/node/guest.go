@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 )
 
 var (
@@ -28,6 +30,11 @@ type guestSet struct {
 	scratch string
 	log     *slog.Logger
 	bodies  serve.BodyLimits
+	// machine, when set, is the sandbox's isolated machine: its guest
+	// services run inside it, and specs are not used. control is the
+	// machine program's own port, which no client may reach.
+	machine *isolate.Sandbox
+	control int
 
 	mu       sync.Mutex
 	closed   bool
@@ -158,9 +165,54 @@ func (s *guestServer) close() {
 	s.wg.Wait()
 }
 
+// dial connects to the guest service on port: inside the machine, or the
+// in-process service (started if needed).
+func (g *guestSet) dial(ctx context.Context, port int, info SandboxInfo) (net.Conn, error) {
+	if g.machine != nil {
+		if port == g.control {
+			return nil, errNoGuestService
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return g.machine.Dial(ctx, port)
+	}
+	addr, err := g.ensure(port, info)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// saveDisk copies the sandbox's disk (fork, checkpoint) to dst: the
+// machine's writable layer, or the in-process guests' scratch directory.
+func (g *guestSet) saveDisk(dst string) error {
+	if g.machine != nil {
+		return g.machine.SaveLayer(dst)
+	}
+	return copyTreeIfExists(g.scratch, dst)
+}
+
+// wake resumes a stopped guest: a machine thaws with its memory intact;
+// in-process services start again on their next dial.
+func (g *guestSet) wake() {
+	if g.machine != nil {
+		if err := g.machine.Thaw(); err != nil {
+			g.log.Warn("wake: thawing the machine failed", "sandbox", g.machine.ID(), "err", err)
+		}
+	}
+}
+
 // stop shuts every running service down (hibernate); ensure may start them
-// again after a wake.
+// again after a wake. A machine is frozen instead: its processes stop
+// where they are and keep their memory.
 func (g *guestSet) stop() {
+	if g.machine != nil {
+		if err := g.machine.Freeze(); err != nil {
+			g.log.Warn("hibernate: freezing the machine failed", "sandbox", g.machine.ID(), "err", err)
+		}
+		return
+	}
 	g.mu.Lock()
 	running := g.running
 	g.running = nil
@@ -173,6 +225,10 @@ func (g *guestSet) stop() {
 // destroy stops the guest for good (release, reap, node close) and closes
 // every handler that is an io.Closer, so a guest can end what it started.
 func (g *guestSet) destroy() {
+	if g.machine != nil {
+		_ = g.machine.Close()
+		return
+	}
 	g.mu.Lock()
 	g.closed = true
 	handlers := g.handlers
@@ -203,5 +259,8 @@ func (n *Node) GuestAddr(id string, port int) (string, error) {
 	info := SandboxInfo{ID: sb.id, Token: sb.token, Key: sb.key, ClaimRef: sb.claimRef, Tenant: sb.tenant}
 	guests := sb.guests
 	n.mu.Unlock()
+	if guests.machine != nil {
+		return "", fmt.Errorf("node %s: sandbox %s runs isolated; reach its ports through the relay", n.cfg.Name, id)
+	}
 	return guests.ensure(port, info)
 }

@@ -107,6 +107,7 @@ func (n *Node) wakeLocked(sb *claimed) {
 		return
 	}
 	start := time.Now()
+	sb.guests.wake()
 	sb.hibernated = false
 	sb.lastActive = n.cfg.Clock.Now()
 	n.stats.wakes.Add(1)
@@ -192,10 +193,26 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 		out[i] = n.claimOf(ch)
 	}
 	parentDir := filepath.Join(n.scratch, parent.id)
+	parentGuests := parent.guests
 	n.mu.Unlock()
 
 	// Disk state duplicates at the fork point.
+	if parentGuests.machine != nil {
+		if err := n.forkMachines(n.ctx, parentGuests, children); err != nil {
+			for _, ch := range children {
+				n.mu.Lock()
+				n.removeLocked(ch)
+				n.mu.Unlock()
+				n.destroy(ch)
+			}
+			n.log.Warn("fork: starting the children failed", "node", n.cfg.Name, "err", err)
+			return nil, errorf(http.StatusInternalServerError, "fork failed")
+		}
+	}
 	for _, ch := range children {
+		if parentGuests.machine != nil {
+			break
+		}
 		if err := copyTreeIfExists(parentDir, filepath.Join(n.scratch, ch.id)); err != nil {
 			n.log.Warn("fork: copy scratch failed", "node", n.cfg.Name, "child", ch.id, "err", err)
 		}

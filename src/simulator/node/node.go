@@ -45,6 +45,9 @@ type Node struct {
 	draining    bool
 	seq         uint64 // orders checkpoints created in the same clock tick
 	relays      map[*relay]struct{}
+	// warmMachines are the started machines behind warm VM names
+	// (Config.Isolation), until a claim takes one.
+	warmMachines map[string]*warmMachine
 
 	stats counters
 
@@ -108,16 +111,17 @@ func newNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		creds:       newCredentials(cfg.RootToken, cfg.Tenants),
-		pools:       map[sandbox.PoolKey]*pool{},
-		sandboxes:   map[string]*claimed{},
-		checkpoints: map[string]*checkpoint{},
-		tenantLive:  map[string]int{},
-		relays:      map[*relay]struct{}{},
-		refillSem:   make(chan struct{}, cfg.RefillConcurrency),
-		kick:        make(chan struct{}, 1),
+		cfg:          cfg,
+		log:          cfg.Logger,
+		creds:        newCredentials(cfg.RootToken, cfg.Tenants),
+		pools:        map[sandbox.PoolKey]*pool{},
+		sandboxes:    map[string]*claimed{},
+		checkpoints:  map[string]*checkpoint{},
+		tenantLive:   map[string]int{},
+		relays:       map[*relay]struct{}{},
+		warmMachines: map[string]*warmMachine{},
+		refillSem:    make(chan struct{}, cfg.RefillConcurrency),
+		kick:         make(chan struct{}, 1),
 	}
 	if _, err := n.applyPools(cfg.Pools); err != nil {
 		return nil, fmt.Errorf("node %s: initial pools: %w", cfg.Name, err)
@@ -172,6 +176,11 @@ func (n *Node) Close() error {
 		for _, g := range guests {
 			g.destroy()
 		}
+		n.mu.Lock()
+		for vm := range n.warmMachines {
+			n.discardWarmLocked([]string{vm})
+		}
+		n.mu.Unlock()
 		n.wg.Wait()
 		n.cleanupScratch()
 	})

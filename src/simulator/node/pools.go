@@ -60,6 +60,7 @@ func (n *Node) applyPools(specs []sandboxd.PoolSpec) (sandboxd.Info, *apiError) 
 	for key, p := range n.pools {
 		if _, keep := want[key]; !keep {
 			p.retired = true
+			n.discardWarmLocked(p.warm)
 			p.warm = nil
 			delete(n.pools, key)
 		}
@@ -73,6 +74,7 @@ func (n *Node) applyPools(specs []sandboxd.PoolSpec) (sandboxd.Info, *apiError) 
 		p.target = s.Warm
 		p.idleHibernate = time.Duration(s.IdleHibernateSeconds) * time.Second
 		if len(p.warm) > p.target {
+			n.discardWarmLocked(p.warm[p.target:])
 			p.warm = p.warm[:p.target] // scale down: destroy the surplus
 		}
 	}
@@ -117,7 +119,7 @@ func (n *Node) refillOnce() {
 			}
 			continue
 		}
-		if n.cfg.RefillDelay == 0 {
+		if n.cfg.RefillDelay == 0 && n.cfg.Isolation == nil {
 			n.fillInstantlyLocked(p)
 			continue
 		}
@@ -135,6 +137,9 @@ func (n *Node) refillOnce() {
 
 // fillInstantlyLocked tops a pool up when cloning takes no time.
 func (n *Node) fillInstantlyLocked(p *pool) {
+	if n.cfg.Isolation != nil {
+		return // machines take time to start: the refill loop starts them
+	}
 	for p.golden && !n.draining && len(p.warm)+p.refilling < p.target {
 		p.warm = append(p.warm, newVMName())
 	}
@@ -166,12 +171,31 @@ func (n *Node) goldenBuilt(p *pool) {
 }
 
 func (n *Node) cloneBuilt(p *pool) {
+	var wm *warmMachine
+	if n.cfg.Isolation != nil && !n.stopping() {
+		var err error
+		if wm, err = n.prepareWarm(p.key); err != nil {
+			n.log.Warn("refill: starting a warm machine failed; retrying", "node", n.cfg.Name, "pool", p.key.String(), "err", err)
+			n.mu.Lock()
+			p.refilling--
+			n.mu.Unlock()
+			n.spawn(time.Second, n.kickRefill)
+			return
+		}
+	}
 	n.mu.Lock()
 	p.refilling--
 	if !p.retired && !n.draining && !n.stopping() && len(p.warm) < p.target {
-		p.warm = append(p.warm, newVMName())
+		vm := newVMName()
+		p.warm = append(p.warm, vm)
+		if wm != nil {
+			n.warmMachines[vm], wm = wm, nil
+		}
 	}
 	n.mu.Unlock()
+	if wm != nil {
+		_ = wm.m.Close()
+	}
 	n.kickRefill()
 }
 
@@ -222,6 +246,7 @@ func (n *Node) drain(on bool) sandboxd.Info {
 	n.draining = on
 	if on {
 		for _, p := range n.pools {
+			n.discardWarmLocked(p.warm)
 			p.warm = nil
 		}
 	}

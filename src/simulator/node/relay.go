@@ -92,16 +92,9 @@ func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 		n.mu.Unlock()
 	}()
 
-	addr, err := guests.ensure(port, info)
+	guest, err := guests.dial(r.Context(), port, info)
 	if err != nil {
-		n.log.Debug("relay: guest port not served", "node", n.cfg.Name, "sandbox", id, "port", port, "err", err)
-		writeError(w, errGuestNoListen)
-		return
-	}
-	d := net.Dialer{Timeout: 5 * time.Second}
-	guest, err := d.DialContext(r.Context(), "tcp", addr)
-	if err != nil {
-		n.log.Debug("relay: guest dial failed", "node", n.cfg.Name, "sandbox", id, "port", port, "err", err)
+		n.log.Debug("relay: guest port not reachable", "node", n.cfg.Name, "sandbox", id, "port", port, "err", err)
 		writeError(w, errGuestNoListen)
 		return
 	}

@@ -1,0 +1,136 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
+)
+
+// Isolation runs every sandbox of a node as its own machine: Linux
+// namespaces over a root filesystem (src/simulator/isolate), with the
+// guest services running inside as ordinary programs. Warm VMs are machines
+// already started, so a warm claim only hands the claim to the program.
+type Isolation struct {
+	// Runtime starts the machines; the node does not close it.
+	Runtime *isolate.Runtime
+	// RootFS is the root filesystem every template boots (read-only lower
+	// layer shared by all machines).
+	RootFS string
+	// User is the user commands run as inside ("user").
+	User string
+	// Program and Config are the init program every machine runs.
+	Program string
+	Config  []byte
+	// ControlPort is the program's port for Deliver; the relay never lets
+	// a client reach it.
+	ControlPort int
+	// Deliver hands a claim (the sandbox id and its token) to a started
+	// machine's program.
+	Deliver func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), id, token string) error
+}
+
+// deliverTimeout bounds handing a claim to a machine's program.
+const deliverTimeout = 10 * time.Second
+
+// warmMachine is a started machine waiting in a pool, with the sandbox id
+// it was started under (its hostname says it before the claim).
+type warmMachine struct {
+	id string
+	m  *isolate.Sandbox
+}
+
+// startMachine starts a machine for sandbox id of key, seeded from the
+// disk state in from ("" for a fresh one). It blocks for the start, so
+// never under n.mu.
+func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey, from string) (*isolate.Sandbox, error) {
+	iso := n.cfg.Isolation
+	spec := isolate.Spec{
+		ID: id, RootFS: iso.RootFS, From: from, User: iso.User,
+		Program: iso.Program, Config: iso.Config,
+	}
+	if dns, ok := sandbox.DNSID(id); ok {
+		spec.Hostname = dns
+	}
+	if tier, ok := n.cfg.Sizes[key.WithDefaults().Size]; ok {
+		spec.CPUCount, spec.MemoryMiB = tier.CPUCount, tier.MemoryMiB
+	}
+	m, err := iso.Runtime.Start(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: start machine %s: %w", n.cfg.Name, id, err)
+	}
+	return m, nil
+}
+
+// prepareWarm starts a machine for a pool's warm VM.
+func (n *Node) prepareWarm(key sandbox.PoolKey) (*warmMachine, error) {
+	id := newSandboxID()
+	m, err := n.startMachine(n.ctx, id, key, "")
+	if err != nil {
+		return nil, err
+	}
+	return &warmMachine{id: id, m: m}, nil
+}
+
+// discardWarmLocked stops the machines behind warm VMs that leave a pool
+// (scale down, drain, retire) without a claim; the stop runs outside the
+// lock.
+func (n *Node) discardWarmLocked(vms []string) {
+	for _, vm := range vms {
+		wm := n.warmMachines[vm]
+		if wm == nil {
+			continue
+		}
+		delete(n.warmMachines, vm)
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); _ = wm.m.Close() }()
+	}
+}
+
+// deliver hands sb's claim to its machine's program; a no-op for
+// sandboxes without a machine. Never under n.mu.
+func (n *Node) deliver(ctx context.Context, sb *claimed) error {
+	m := sb.guests.machine
+	if m == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	if err := n.cfg.Isolation.Deliver(ctx, m.Dial, sb.id, sb.token); err != nil {
+		return fmt.Errorf("node %s: hand the claim to machine %s: %w", n.cfg.Name, sb.id, err)
+	}
+	return nil
+}
+
+// forkMachines starts each child's machine from a copy of the parent's
+// disk taken now (fork keeps files, not processes or memory) and hands it
+// its claim. Never under n.mu.
+func (n *Node) forkMachines(ctx context.Context, parent *guestSet, children []*claimed) error {
+	dir, err := os.MkdirTemp(n.scratch, "fork-")
+	if err != nil {
+		return fmt.Errorf("node %s: fork: %w", n.cfg.Name, err)
+	}
+	defer os.RemoveAll(dir)
+	layer := filepath.Join(dir, "layer")
+	if err := parent.saveDisk(layer); err != nil {
+		return fmt.Errorf("node %s: fork: save the parent's disk: %w", n.cfg.Name, err)
+	}
+	for _, ch := range children {
+		m, err := n.startMachine(ctx, ch.id, ch.key, layer)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		ch.guests.machine, ch.guests.control = m, n.cfg.Isolation.ControlPort
+		n.mu.Unlock()
+		if err := n.deliver(ctx, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
