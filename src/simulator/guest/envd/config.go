@@ -28,7 +28,8 @@ type Config struct {
 	// user's home, which clients name /home/<User> (and root names /root):
 	// paths are reported in that guest form, relative paths resolve under
 	// it, commands run in it with HOME pointing at it, and file RPCs refuse
-	// to leave it. Required.
+	// to leave it. With Machine set it is instead the machine's whole
+	// filesystem, "/" inside a sandbox. Required.
 	Root string
 	// AccessToken is the envd access token (X-Access-Token). Empty turns
 	// authentication off, as an unsecured e2b sandbox does.
@@ -47,6 +48,10 @@ type Config struct {
 	// HTTP1Only turns off cleartext HTTP/2 (h2c), matching envd 0.8.0, which
 	// installs no h2c handler. The default serves both.
 	HTTP1Only bool
+	// Machine, when set, makes the guest the daemon of a machine of its
+	// own, whose whole filesystem Root is (see Machine); nil keeps Root a
+	// stand-in for the home, as the unisolated simulator needs.
+	Machine *Machine
 	// Clock decides when a signed file URL has expired and stamps
 	// /metrics; nil is the real clock.
 	Clock clock.PassiveClock
@@ -96,5 +101,6 @@ func (c Config) withDefaults() (Config, error) {
 		envs[k] = v
 	}
 	c.Envs = envs
+	c.Machine = c.Machine.clone()
 	return c, nil
 }

@@ -223,7 +223,7 @@ func (g *Guest) writeUpload(user, dest string, src io.Reader) (uploadEntry, erro
 		return uploadEntry{}, newFailure(http.StatusBadRequest, connect.CodeInvalidArgument,
 			fmt.Errorf("path %q is a directory", p.guest()))
 	}
-	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+	if err := g.home.mkdirAll(user, filepath.Dir(rel)); err != nil {
 		return uploadEntry{}, fmt.Errorf("creating parent directories of %q: %w", p.guest(), err)
 	}
 	_, statErr := root.Lstat(rel)
@@ -232,8 +232,12 @@ func (g *Guest) writeUpload(user, dest string, src io.Reader) (uploadEntry, erro
 	if err != nil {
 		return uploadEntry{}, fmt.Errorf("opening %q: %w", p.guest(), err)
 	}
+	var chownErr error
+	if created {
+		chownErr = g.home.chown(user, rel)
+	}
 	_, copyErr := io.Copy(f, src)
-	if err := errors.Join(copyErr, f.Close()); err != nil {
+	if err := errors.Join(chownErr, copyErr, f.Close()); err != nil {
 		if created {
 			_ = root.Remove(rel)
 		}

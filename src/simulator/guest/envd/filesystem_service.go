@@ -56,7 +56,7 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[fi
 		}
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%q exists and is not a directory", p.guest()))
 	}
-	if err := root.MkdirAll(p.rel, 0o755); err != nil {
+	if err := s.guest.home.mkdirAll(userFrom(ctx), p.rel); err != nil {
 		return nil, rpcError(err)
 	}
 	info, err := root.Lstat(p.rel)
@@ -83,7 +83,7 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[files
 	if _, err := root.Lstat(src.rel); err != nil {
 		return nil, rpcError(err)
 	}
-	if err := root.MkdirAll(filepath.Dir(dst.rel), 0o755); err != nil {
+	if err := s.guest.home.mkdirAll(userFrom(ctx), filepath.Dir(dst.rel)); err != nil {
 		return nil, rpcError(err)
 	}
 	if err := root.Rename(src.rel, dst.rel); err != nil {

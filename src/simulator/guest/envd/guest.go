@@ -4,6 +4,8 @@
 // and the ConnectRPC process and filesystem services) closely enough that
 // the unmodified e2b SDK can drive it, but runs commands as ordinary host
 // processes in a per-sandbox scratch directory instead of inside a microVM.
+// Inside an isolated sandbox (Config.Machine) it serves the sandbox's whole
+// filesystem and runs commands as the sandbox's user instead.
 package envd
 
 import (
@@ -53,7 +55,7 @@ func NewHandler(cfg Config) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := openHome(cfg.Root, cfg.User)
+	h, err := openHome(cfg.Root, cfg.User, cfg.Machine)
 	if err != nil {
 		return nil, err
 	}

@@ -66,10 +66,16 @@ const rootUser = "root"
 // symlinks that lead out of the directory at the moment of the system call,
 // so a symlink planted by a guest command cannot be used to read or write
 // host files.
+//
+// A guest that owns its machine (Config.Machine) has no scratch directory:
+// dir is the machine's root, names are the machine's own paths, and root is
+// an osTree (see tree).
 type home struct {
 	dir       string // canonical absolute host path of the scratch directory
 	user      string // the default user, whose home is /home/<user>
-	root      *os.Root
+	root      tree
+	machine   bool
+	accounts  map[string]Account // with machine: whose ids a user's files get
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -92,7 +98,10 @@ func (p place) child(name string) place {
 	return place{rel: filepath.Join(p.rel, name), base: p.base}
 }
 
-func openHome(dir, user string) (*home, error) {
+func openHome(dir, user string, machine *Machine) (*home, error) {
+	if machine != nil {
+		return &home{dir: dir, user: user, root: osTree(dir), machine: true, accounts: machine.Accounts}, nil
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("envd: opening root %q: %w", dir, err)
@@ -126,6 +135,9 @@ func (h *home) resolve(user, p string) (place, error) {
 		return place{}, err
 	}
 	own := guestHome(user)
+	if h.machine {
+		return resolveOnMachine(own, p), nil
+	}
 	switch {
 	case p == "" || p == "~":
 		return place{rel: ".", base: own}, nil
@@ -150,6 +162,26 @@ func (h *home) resolve(user, p string) (place, error) {
 		}
 	}
 	return place{}, errOutsideHome
+}
+
+// resolveOnMachine maps p to a place on a machine the guest owns: paths
+// name themselves, and "", "~", "~/x" and relative paths are taken from
+// own, the user's home, as envd does. ".." cannot climb above "/", so
+// every name stays under the machine's root.
+func resolveOnMachine(own, p string) place {
+	switch {
+	case p == "" || p == "~":
+		p = own
+	case strings.HasPrefix(p, "~/"):
+		p = own + "/" + p[2:]
+	case !strings.HasPrefix(p, "/"):
+		p = own + "/" + p
+	}
+	clean := path.Clean(p)
+	if clean == "/" {
+		return place{rel: ".", base: "/"}
+	}
+	return place{rel: filepath.FromSlash(clean[1:]), base: "/"}
 }
 
 // under reports whether the clean absolute path p is dir or lies below it,

@@ -70,7 +70,8 @@ type spawnRequest struct {
 	stdin   bool
 	dir     string
 	env     []string
-	timeout time.Duration // 0: no limit
+	cred    *syscall.Credential // nil: the guest's own ids
+	timeout time.Duration       // 0: no limit
 }
 
 // startProcess launches req and returns it with a subscription taken before
@@ -80,6 +81,9 @@ func startProcess(req spawnRequest, onEnd func(*process)) (*process, *subscripti
 	cmd := exec.Command(req.config.GetCmd(), req.config.GetArgs()...)
 	cmd.Dir = req.dir
 	cmd.Env = req.env
+	// pty adds its session flags to these attributes; the pipe path below
+	// adds its process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: req.cred}
 
 	p := &process{
 		tag:    req.tag,
@@ -123,7 +127,7 @@ func startProcess(req spawnRequest, onEnd func(*process)) (*process, *subscripti
 			}
 			p.stdin = w
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr.Setpgid = true
 		err = cmd.Start()
 		closeAll(stdoutW, stderrW)
 		if err != nil {

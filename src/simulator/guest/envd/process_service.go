@@ -185,12 +185,21 @@ func (s *processService) spawnRequest(user string, msg *processpb.StartRequest, 
 		return spawnRequest{}, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.dir, "USER=" + user, "LOGNAME=" + user}
+	// Unisolated, HOME is the scratch directory (the guest-side name exists
+	// only in the file API); on a machine the guest owns, the home is real.
+	homeDir, pathVar := h.dir, os.Getenv("PATH")
+	if m := s.guest.cfg.Machine; m != nil {
+		homeDir = guestHome(user)
+		if m.Path != "" {
+			pathVar = m.Path
+		}
+	}
+	env := []string{"PATH=" + pathVar, "HOME=" + homeDir, "USER=" + user, "LOGNAME=" + user}
 	env = appendSorted(env, s.guest.sandboxEnvs())
 	env = appendSorted(env, cfg.GetEnvs())
 	// A command is a host process: it runs in the host directory the guest
-	// path names (the os.Root check above kept it inside the home), with
-	// HOME pointing at the scratch directory, not at the guest-side name.
+	// path names (unisolated, the os.Root check above kept it inside the
+	// home), as the user's account when the guest owns its machine.
 	return spawnRequest{
 		config:  cfg,
 		tag:     msg.Tag,
@@ -198,6 +207,7 @@ func (s *processService) spawnRequest(user string, msg *processpb.StartRequest, 
 		stdin:   msg.Stdin == nil || msg.GetStdin(),
 		dir:     h.host(cwd.rel),
 		env:     env,
+		cred:    h.credential(user),
 		timeout: timeout,
 	}, nil
 }
