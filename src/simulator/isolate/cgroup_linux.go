@@ -22,6 +22,8 @@ type cgroups struct {
 	v2     bool
 	bases  map[string]string // controller ("" on v2) → CgroupParent's directory
 	logger *slog.Logger
+	// created are the directories newCgroups made, deepest first.
+	created []string
 }
 
 // v1Controllers are the v1 hierarchies a sandbox joins.
@@ -36,8 +38,8 @@ func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
 		cg.v2 = true
 		base := filepath.Join(cgroupRoot, parent)
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			return nil, fmt.Errorf("isolate: create cgroup %s: %w", base, err)
+		if err := cg.mkdir(cgroupRoot, base); err != nil {
+			return nil, err
 		}
 		// Limits need the controllers enabled on the way down; a missing
 		// controller only means that limit is not applied.
@@ -65,8 +67,8 @@ func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 			continue
 		}
 		base := filepath.Join(mnt, parent)
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			return nil, fmt.Errorf("isolate: create cgroup %s: %w", base, err)
+		if err := cg.mkdir(mnt, base); err != nil {
+			return nil, err
 		}
 		cg.bases[ctl] = base
 	}
@@ -74,6 +76,33 @@ func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 		return nil, errors.New("isolate: no cgroup hierarchy found (neither v2 nor the v1 freezer, memory or cpu controllers)")
 	}
 	return cg, nil
+}
+
+// mkdir creates the cgroup base below root, remembering the directories
+// it made, so release leaves the hierarchy as it found it.
+func (cg *cgroups) mkdir(root, base string) error {
+	var missing []string
+	for dir := base; dir != root && dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		missing = append(missing, dir)
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return fmt.Errorf("isolate: create cgroup %s: %w", base, err)
+	}
+	cg.created = append(cg.created, missing...) // deepest first
+	return nil
+}
+
+// release removes the cgroup directories mkdir made, deepest first. One
+// still holding a cgroup (another runtime's, or a sandbox not yet closed)
+// stays: rmdir refuses a busy cgroup.
+func (cg *cgroups) release() {
+	for _, dir := range cg.created {
+		_ = os.Remove(dir)
+	}
+	cg.created = nil
 }
 
 // v1Mounts maps each v1 controller to its hierarchy's mount point, from

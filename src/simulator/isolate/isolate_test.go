@@ -385,16 +385,47 @@ func snapshotHost(t testing.TB) hostState {
 	}
 }
 
+// isolateProcesses lists this test process's sandbox processes (argv0
+// "isolate-…" descending from it), not those of other tests running on the
+// machine at the same time.
 func isolateProcesses() []string {
 	ents, _ := os.ReadDir("/proc")
-	var out []string
+	parent := map[string]string{}
+	argv0 := map[string]string{}
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
 		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.HasPrefix(string(cmd), "isolate-") {
-			out = append(out, e.Name()+":"+strings.SplitN(string(cmd), "\x00", 2)[0])
+		if err != nil || !strings.HasPrefix(string(cmd), "isolate-") {
+			continue
+		}
+		argv0[e.Name()] = strings.SplitN(string(cmd), "\x00", 2)[0]
+		status, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				parent[e.Name()] = strings.TrimSpace(v)
+			}
+		}
+	}
+	self := strconv.Itoa(os.Getpid())
+	ours := func(pid string) bool {
+		for range len(argv0) + 1 {
+			p, ok := parent[pid]
+			if !ok {
+				return false
+			}
+			if p == self {
+				return true
+			}
+			pid = p
+		}
+		return false
+	}
+	var out []string
+	for pid, name := range argv0 {
+		if ours(pid) {
+			out = append(out, pid+":"+name)
 		}
 	}
 	sort.Strings(out)

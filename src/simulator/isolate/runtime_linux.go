@@ -83,6 +83,9 @@ func (r *Runtime) Close() error {
 	for _, s := range all {
 		errs = append(errs, s.Close())
 	}
+	if r.cg != nil {
+		r.cg.release()
+	}
 	return errors.Join(errs...)
 }
 
