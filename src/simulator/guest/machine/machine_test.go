@@ -75,6 +75,24 @@ func TestClaimedSandbox(t *testing.T) {
 		}
 	})
 
+	t.Run("a terminal runs as the user", func(t *testing.T) {
+		st, err := proc.Start(testContext(t), connect.NewRequest(&processpb.StartRequest{
+			Process: &processpb.ProcessConfig{Cmd: "/bin/bash", Args: []string{"-c", "id -un; tty"}},
+			Pty:     &processpb.PTY{Size: &processpb.PTY_Size{Cols: 80, Rows: 24}},
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var out strings.Builder
+		for st.Receive() {
+			out.Write(st.Msg().GetEvent().GetData().GetPty())
+		}
+		if got := out.String(); !strings.HasPrefix(got, "user\r\n/dev/pts/") {
+			t.Errorf("a pty command printed %q (%v)", got, st.Err())
+		}
+	})
+
 	t.Run("files land in the sandbox's layer", func(t *testing.T) {
 		files := client(t, sb, machine.EnvdPort, token)
 		req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, envdURL+"/files?path=notes/hello.txt", strings.NewReader("hello from the files API\n"))
