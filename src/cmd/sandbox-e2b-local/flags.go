@@ -37,9 +37,14 @@ Each request is logged to stderr on one line (listener, method, path, status,
 duration). SIGINT or SIGTERM stops everything: servers, simulated nodes,
 every guest process, and the temporary directories.
 
-SECURITY: the simulated envd guests execute the commands they are sent as
-ordinary processes on THIS HOST, as the user running sandbox-e2b-local.
-Everything binds 127.0.0.1 by default, and only because of that the API
+Every sandbox is its own machine: Linux namespaces (mount, PID, network with
+its own loopback, UTS, IPC) over a Debian root filesystem (the base template
+tools/bazel provisions), /home/user its writable home, hibernate a cgroup
+freeze. Where that cannot run it refuses to start unless --unisolated is given.
+
+SECURITY: with --unisolated the simulated envd guests execute the commands
+they are sent as ordinary processes on THIS HOST, as the user running
+sandbox-e2b-local. Isolated, a sandbox is still not a VM. Everything binds 127.0.0.1 by default, and only because of that the API
 serves without an API key (--anonymous, on by default); with any other --host
 pass --anonymous=false, which generates a key and exports it.
 
@@ -50,6 +55,7 @@ Flags:
 
 // options is the parsed command line.
 type options struct {
+	unisolated      bool
 	host            string
 	port, dataPort  int
 	nodes           int
@@ -75,6 +81,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.IntVar(&o.warm, "warm", 3, "warm VMs each other node keeps for the pool")
 	fs.StringVar(&o.template, "template", "e2b-base:latest", `pool image the SDK's default alias "base" claims from`)
 	fs.StringVar(&o.domain, "domain", "sandbox.localhost", "e2b domain (E2B_DOMAIN); sandbox hosts are {port}-{sandboxID}.{domain}")
+	fs.BoolVar(&o.unisolated, "unisolated", false, "run sandboxes as ordinary processes of this user on this host instead of isolated machines, where namespaces or the base root filesystem are not available; every start says so")
 	fs.BoolVar(&o.anonymous, "anonymous", true, "serve the API without an API key, which is allowed only because everything binds loopback (E2B_API_KEY is then a placeholder the SDK insists on); --anonymous=false generates a key and exports it, and is required with a non-loopback --host")
 	fs.DurationVar(&o.refillDelay, "refill-delay", 50*time.Millisecond, "simulated time to clone one warm VM")
 	fs.DurationVar(&o.coldDelay, "cold-provision-delay", 500*time.Millisecond, "simulated time to cold-boot a VM (an unpooled template, a pool's first golden)")

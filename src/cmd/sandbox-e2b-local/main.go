@@ -25,6 +25,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
@@ -40,6 +41,7 @@ const (
 )
 
 func main() {
+	isolate.Init() // a re-executed sandbox init runs here and never returns
 	os.Exit(run(serve.SignalContext(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -97,7 +99,17 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		{Template: o.template, Net: "egress", Warm: o.warm},
 		{Template: o.template, Net: sandbox.DefaultNet, Warm: o.warm},
 	}
+	var isolation *fleet.IsolationConfig
+	if o.unisolated {
+		logger.Warn("--unisolated: sandboxes are ordinary processes of this user on this host; their commands run here and nothing isolates them from the host or from each other")
+	} else {
+		if isolation, err = fleet.NewIsolation("", fmt.Sprintf("sandbox-operator/sandbox-e2b-local-%d", os.Getpid()), logger); err != nil {
+			return fmt.Errorf("sandboxes cannot be isolated on this machine: %w; pass --unisolated to run them as processes of this user instead", err)
+		}
+		defer func() { _ = isolation.Close() }()
+	}
 	f, err := fleet.Start(context.WithoutCancel(ctx), fleet.Config{
+		Isolation:          isolation,
 		Nodes:              o.nodes,
 		ListenHost:         "127.0.0.1",
 		RootToken:          rootToken,

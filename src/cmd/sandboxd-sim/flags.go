@@ -28,12 +28,18 @@ through the node's port relay, so the e2b SDK can run commands and move files
 in it. With --publish or --kubeconfig every node also publishes its
 NodeInventory to a Kubernetes apiserver, as vk-sandbox does on a real node.
 
-SECURITY: the envd guest executes the commands it is sent as ordinary
-processes on THIS HOST, as the user running sandboxd-sim; only its file API is
-confined to the sandbox's scratch directory. Anyone who holds a sandbox token
-(and, with --envd-secret-file, its envd access token) can run anything this
-user can. Nodes bind 127.0.0.1 (loopback) unless --listen-host says otherwise;
-never expose the simulator to a network.
+Every sandbox is its own machine: Linux namespaces (mount, PID, network with
+its own loopback, UTS, IPC) over the base root filesystem that tools/bazel
+provisions (SANDBOX_OPERATOR_BASE_ROOTFS), with cgroup limits and a freezer
+for hibernate when run as root. Where that cannot run, sandboxd-sim refuses to
+start unless --unisolated is given.
+
+SECURITY: with --unisolated, the envd guest executes the commands it is sent
+as ordinary processes on THIS HOST, as the user running sandboxd-sim; only its
+file API is confined to the sandbox's scratch directory. Even isolated, a
+sandbox is not a VM: root inside is host root with fewer capabilities. Nodes
+bind 127.0.0.1 (loopback) unless --listen-host says otherwise; never expose
+the simulator to a network.
 
 Each node is printed on stdout as "NODE <name> <host:port>". SIGINT or SIGTERM
 stops every node, kills every guest process and removes the scratch
@@ -51,6 +57,8 @@ type options struct {
 	apiserver string // host publishing goes to, for the log
 	// nonLoopback and openNodes are worth a warning once logging is set up.
 	nonLoopback, openNodes bool
+	// unisolated runs the guests in this process (--unisolated).
+	unisolated bool
 }
 
 // newFlagSet declares every flag; parseFlags reads them and printUsage
@@ -88,6 +96,7 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.BoolVar(&r.publish, "publish", false, "publish every node's NodeInventory by server-side apply, using --kubeconfig or, without it, $KUBECONFIG, ~/.kube/config or the in-cluster service account")
 	fs.StringVar(&r.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to publish NodeInventory objects to; implies --publish. $KUBECONFIG is read only with --publish and no --kubeconfig, so a developer's environment never makes the simulator write to a cluster by itself")
 	fs.DurationVar(&r.publishInterval, "publish-interval", publisher.DefaultInterval, "time between NodeInventory publishes of each node (needs --publish or --kubeconfig)")
+	fs.BoolVar(&o.unisolated, "unisolated", false, "run sandboxes as ordinary processes of this user on this host instead of isolated machines, for machines without namespaces or the base root filesystem; every start says so (see SECURITY above)")
 	fs.StringVar(&f.ScratchRoot, "scratch-dir", "", "directory for per-sandbox scratch directories (the guests' homes); default a temp directory removed on exit")
 	fs.StringVar(&r.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr and never contain tokens)")
 	return fs, o, r
@@ -263,6 +272,9 @@ func (o *options) warnings() []string {
 	}
 	if o.openNodes {
 		out = append(out, "no api token: nodes are open")
+	}
+	if o.unisolated {
+		out = append(out, "--unisolated: sandboxes are ordinary processes of this user on this host; the envd guest runs their commands here and nothing isolates them from the host or from each other")
 	}
 	if o.fleet.Envd != nil && len(o.fleet.Envd.Secret) == 0 {
 		out = append(out, "no --envd-secret-file: envd guests take commands from anyone holding a sandbox's claim token, without an access token")

@@ -13,6 +13,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 )
 
 // Exit codes: 2 is the conventional one for a bad command line.
@@ -23,6 +24,7 @@ const (
 )
 
 func main() {
+	isolate.Init() // a re-executed sandbox init runs here and never returns
 	os.Exit(run(serve.SignalContext(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -48,6 +50,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Logger = logger
 	if cfg.Publish != nil {
 		logger.Info("publishing NodeInventory objects", "apiserver", opts.apiserver, "interval", cfg.Publish.Interval)
+	}
+
+	if !opts.unisolated {
+		iso, err := fleet.NewIsolation(cfg.ScratchRoot, fmt.Sprintf("sandbox-operator/sandboxd-sim-%d", os.Getpid()), logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "sandboxd-sim: sandboxes cannot be isolated on this machine: %v\nPass --unisolated to run them as processes of this user instead.\n", err)
+			return exitFailure
+		}
+		defer func() { _ = iso.Close() }()
+		cfg.Isolation = iso
 	}
 
 	f, err := fleet.Start(ctx, cfg)

@@ -78,6 +78,10 @@ type Config struct {
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
 
+	// Isolation, when set, runs every sandbox as an isolated machine
+	// (IsolationConfig); nil runs the guests in this process.
+	Isolation *IsolationConfig
+
 	// Publish, when set, makes every node publish its NodeInventory.
 	Publish *PublishConfig
 
@@ -128,6 +132,12 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			return nil, err
 		}
 	}
+	var isolation *node.Isolation
+	if cfg.Isolation != nil {
+		if isolation, err = nodeIsolation(cfg); err != nil {
+			return nil, err
+		}
+	}
 	f := &Fleet{}
 	root := cfg.ScratchRoot
 	if root == "" {
@@ -161,6 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			EgressAttachment:   cfg.EgressAttachment,
 			Guests:             guests,
 			EnvdHandler:        envdHandler,
+			Isolation:          isolation,
 			ScratchRoot:        root,
 			Mesh:               f,
 			Clock:              cfg.Clock,

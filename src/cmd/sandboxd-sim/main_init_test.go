@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/rootfs"
+)
+
+// TestMain lets the test binary be the init of the isolated sandboxes run
+// starts, as main is for the binary.
+func TestMain(m *testing.M) {
+	isolate.Init()
+	os.Exit(m.Run())
+}
+
+// TestRefusesUnisolatedUnlessAsked: without the base root filesystem the
+// simulator refuses to start and names --unisolated; with it, it starts
+// and says on stderr that sandboxes are not isolated.
+func TestRefusesUnisolatedUnlessAsked(t *testing.T) {
+	t.Setenv(rootfs.EnvVar, filepath.Join(t.TempDir(), "missing"))
+	var stdout, stderr syncBuffer
+	if code := run(context.Background(), []string{"--scratch-dir", t.TempDir()}, &stdout, &stderr); code != exitFailure ||
+		!strings.Contains(stderr.String(), "cannot be isolated") || !strings.Contains(stderr.String(), "--unisolated") {
+		t.Fatalf("exit %d, stderr %q; want a refusal that names --unisolated", code, stderr.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	stdout, stderr = syncBuffer{}, syncBuffer{}
+	go func() { done <- run(ctx, []string{"--unisolated", "--scratch-dir", t.TempDir()}, &stdout, &stderr) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stdout.String(), "NODE ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unisolated fleet never came up: %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "--unisolated: sandboxes are ordinary processes") {
+		t.Errorf("an unisolated start does not say so: %q", stderr.String())
+	}
+}

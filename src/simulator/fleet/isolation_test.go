@@ -1,0 +1,184 @@
+//go:build linux
+
+package fleet_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/rootfs"
+)
+
+// TestMain lets the test binary be every isolated sandbox's init.
+func TestMain(m *testing.M) {
+	isolate.Init()
+	os.Exit(m.Run())
+}
+
+// startIsolatedFleet is one node whose sandboxes are machines over the
+// base root filesystem, with the envd guest inside.
+func startIsolatedFleet(t *testing.T) (*fleet.Fleet, string) {
+	t.Helper()
+	base, err := rootfs.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	rt, err := isolate.New(isolate.Config{StateDir: state, CgroupParent: "sandbox-operator-test/fleet-" + strconv.Itoa(os.Getpid())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t, fleet.Config{
+		Pools:     []sandboxd.PoolSpec{{Template: tmpl, Warm: 2}},
+		Envd:      &fleet.EnvdConfig{Secret: envdSecret},
+		Isolation: &fleet.IsolationConfig{Runtime: rt, RootFS: base},
+	})
+	t.Cleanup(func() { _ = rt.Close() }) // after the fleet (cleanups run last first)
+	if err := f.Node(0).WaitWarm(ctxT(t), sandbox.PoolKey{Template: tmpl}.WithDefaults(), 2); err != nil {
+		t.Fatalf("the pool never held 2 started machines: %v", err)
+	}
+	return f, state
+}
+
+func isolatedClaim(t *testing.T, root *sandboxd.Client, name string) (*sandboxd.Claim, *envdVia) {
+	t.Helper()
+	cl, err := root.Claim(ctxT(t), sandboxd.ClaimRequest{Template: tmpl, ClaimRef: "default/" + name})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return cl, newEnvdVia(t, root, cl, accessToken(cl.Token))
+}
+
+func run(t *testing.T, e *envdVia, cmd string) string {
+	t.Helper()
+	out, exit, _, err := runCommand(t, e.process(), cmd)
+	if err != nil || exit != 0 {
+		t.Fatalf("%q: exit %d, %v: %s", cmd, exit, err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+func TestIsolatedSandboxesAreMachines(t *testing.T) {
+	f, _ := startIsolatedFleet(t)
+	root := clientFor(t, f.Node(0), rootToken)
+	a, ea := isolatedClaim(t, root, "a")
+	b, eb := isolatedClaim(t, root, "b")
+
+	dns, _ := sandbox.DNSID(a.ID)
+	if got := run(t, ea, "pwd; id -un; hostname"); got != "/home/user\nuser\n"+dns {
+		t.Errorf("pwd, id -un, hostname = %q, want /home/user, user, %s", got, dns)
+	}
+	repo, _ := os.Getwd()
+	if got := run(t, ea, "ls /; test -e "+repo+" && echo HOST-VISIBLE || true"); !strings.Contains(got, "usr") || strings.Contains(got, "HOST-VISIBLE") {
+		t.Errorf("ls / inside = %q: want the sandbox's Debian root and not the host's %s", got, repo)
+	}
+
+	// Two sandboxes each serve port 8000 with their own content, reached
+	// through the relay.
+	for _, s := range []struct {
+		cl *sandboxd.Claim
+		e  *envdVia
+	}{{a, ea}, {b, eb}} {
+		run(t, s.e, "echo "+s.cl.ID+" > index.html; (python3 -m http.server 8000 >/dev/null 2>&1 &)")
+	}
+	for _, cl := range []*sandboxd.Claim{a, b} {
+		got := getThroughRelay(t, root, cl, 8000, "/index.html")
+		if strings.TrimSpace(got) != cl.ID {
+			t.Errorf("port 8000 of %s answered %q", cl.ID, got)
+		}
+	}
+
+	// The machine program's control port is never relayed.
+	if _, err := root.As(a.Token).DialPort(ctxT(t), a.ID, 49982); err == nil {
+		t.Error("the relay reached the machine's control port")
+	}
+}
+
+func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
+	f, state := startIsolatedFleet(t)
+	root := clientFor(t, f.Node(0), rootToken)
+	a, ea := isolatedClaim(t, root, "counter")
+	run(t, ea, "echo kept > note.txt; (while :; do echo x >> count; sleep 0.05; done >/dev/null 2>&1 &)")
+	counter := filepath.Join(state, a.ID, "upper", "home", "user", "count")
+	lines := func() int {
+		b, _ := os.ReadFile(counter)
+		return strings.Count(string(b), "\n")
+	}
+	waitFor(t, "the counter to run", func() bool { return lines() > 3 })
+
+	if err := root.Hibernate(ctxT(t), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	frozen := lines()
+	time.Sleep(300 * time.Millisecond) // six ticks of the loop, were it running
+	if got := lines(); got != frozen {
+		t.Fatalf("the counter moved from %d to %d while hibernated", frozen, got)
+	}
+	if err := root.Wake(ctxT(t), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the counter to continue after wake", func() bool { return lines() > frozen })
+
+	children, err := root.Fork(ctxT(t), a.ID, sandboxd.ForkRequest{Count: 1})
+	if err != nil || len(children) != 1 {
+		t.Fatalf("fork: %v, %d children", err, len(children))
+	}
+	ec := newEnvdVia(t, root, &children[0], accessToken(children[0].Token))
+	if got := run(t, ec, "cat note.txt"); got != "kept" {
+		t.Errorf("the fork child reads %q from the parent's file", got)
+	}
+	for _, id := range []string{a.ID, children[0].ID} {
+		if err := root.Release(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the released machine's directory to go", func() bool {
+			_, err := os.Stat(filepath.Join(state, id))
+			return os.IsNotExist(err)
+		})
+	}
+}
+
+func getThroughRelay(t *testing.T, root *sandboxd.Client, cl *sandboxd.Claim, port int, path string) string {
+	t.Helper()
+	var body string
+	waitFor(t, "port "+strconv.Itoa(port)+" to answer", func() bool {
+		conn, err := root.As(cl.Token).DialPort(ctxT(t), cl.ID, port)
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		req, _ := http.NewRequest(http.MethodGet, "http://sandbox"+path, nil)
+		req.Close = true
+		if err := req.Write(conn); err != nil {
+			return false
+		}
+		b, err := io.ReadAll(conn)
+		if err != nil || !strings.HasPrefix(string(b), "HTTP/1.0 200") && !strings.HasPrefix(string(b), "HTTP/1.1 200") {
+			return false
+		}
+		_, body, _ = strings.Cut(string(b), "\r\n\r\n")
+		return true
+	})
+	return body
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
