@@ -79,6 +79,11 @@ func NewIsolation(stateRoot, cgroupParent string, logger *slog.Logger) (*Isolati
 	if err != nil {
 		return nil, err
 	}
+	if stateRoot != "" {
+		if err := os.MkdirAll(stateRoot, 0o700); err != nil {
+			return nil, fmt.Errorf("fleet: machine state directory: %w", err)
+		}
+	}
 	dir, err := os.MkdirTemp(stateRoot, "machines-")
 	if err != nil {
 		return nil, fmt.Errorf("fleet: machine state directory: %w", err)

@@ -1,10 +1,12 @@
 package envd
 
 import (
+	"fmt"
 	"io/fs"
-	"os/user"
+	"os"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -60,23 +62,30 @@ type idNames struct {
 var names = &idNames{users: map[uint32]string{}, groups: map[uint32]string{}}
 
 func (n *idNames) owner(uid uint32) string {
-	return n.lookup(n.users, uid, func(id string) (string, error) {
-		u, err := user.LookupId(id)
-		if err != nil {
-			return "", err
-		}
-		return u.Username, nil
-	})
+	return n.lookup(n.users, uid, func(id string) (string, error) { return nameInDB("/etc/passwd", id) })
 }
 
 func (n *idNames) group(gid uint32) string {
-	return n.lookup(n.groups, gid, func(id string) (string, error) {
-		g, err := user.LookupGroupId(id)
-		if err != nil {
-			return "", err
+	return n.lookup(n.groups, gid, func(id string) (string, error) { return nameInDB("/etc/group", id) })
+}
+
+// nameInDB finds the name of id in an /etc/passwd or /etc/group style
+// file ("name:x:id:..."). It reads the file itself rather than through
+// os/user: with cgo that goes through the C library's NSS modules, which an
+// isolated sandbox would load from its own root filesystem into a process
+// built against the host's C library, and crash.
+func nameInDB(path, id string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 4)
+		if len(f) >= 3 && f[2] == id && f[0] != "" && !strings.HasPrefix(f[0], "#") {
+			return f[0], nil
 		}
-		return g.Name, nil
-	})
+	}
+	return "", fmt.Errorf("%s: no entry for %s", path, id)
 }
 
 // lookup falls back to the numeric id when the name is unknown.
