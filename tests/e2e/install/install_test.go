@@ -139,7 +139,8 @@ func TestInstallOnARealNode(t *testing.T) {
 		"E2B_DOMAIN=" + install.Domain,
 		"E2B_API_KEY=" + st.APIKey,
 	}, "quickstart.mjs")
-	for _, want := range []string{"command said: hello from the sandbox", "holds: written by the quickstart", "killed sandbox"} {
+	for _, want := range []string{"command said: hello from the sandbox", "inside the sandbox: cwd /home/user, user user, hostname sb-",
+		"holds: written by the quickstart", "port 8000 served: hello from a web server in the sandbox", "killed sandbox"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}

@@ -102,7 +102,9 @@ func TestQuickstartAgainstLocalSystem(t *testing.T) {
 	runCtx, runCancel := context.WithTimeout(context.Background(), runTimeout)
 	defer runCancel()
 	out := project.Run(t, runCtx, env, "quickstart.mjs")
-	for _, want := range []string{"created sandbox sb-", "command said: hello from the sandbox", "holds: written by the quickstart", "killed sandbox sb-"} {
+	for _, want := range []string{"created sandbox sb-", "command said: hello from the sandbox",
+		"inside the sandbox: cwd /home/user, user user, hostname sb-", "holds: written by the quickstart",
+		"port 8000 served: hello from a web server in the sandbox", "killed sandbox sb-"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}
