@@ -5,6 +5,7 @@ package fleet_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,6 +96,18 @@ func TestIsolatedSandboxesAreMachines(t *testing.T) {
 		got := getThroughRelay(t, root, cl, 8000, "/index.html")
 		if strings.TrimSpace(got) != cl.ID {
 			t.Errorf("port 8000 of %s answered %q", cl.ID, got)
+		}
+	}
+
+	// Nothing of the system the sandbox runs in is reachable from inside:
+	// not the node's control API, not a server on the host's loopback (as
+	// the e2b API and the data plane are in the local system).
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "host") }))
+	defer host.Close()
+	for _, target := range []string{"http://" + f.Node(0).Addr() + "/v1/info", host.URL} {
+		out, exit, _, err := runCommand(t, ea.process(), "curl -sS -m 3 "+target)
+		if err != nil || exit == 0 {
+			t.Errorf("from inside the sandbox, %s answered (exit %d, %v): %q", target, exit, err, out)
 		}
 	}
 
