@@ -33,6 +33,7 @@ const (
 	fdStatus = 4 // init → host: one initStatus, JSON, then EOF
 	fdRelay  = 5 // host → init: the relay's listening unix socket
 	fdConfig = 3 // init → program: the programEnvelope, JSON, after pivot_root
+	fdReady  = 4 // program → init: one byte once the program's binary is loaded
 )
 
 // initCalled lets Available and New refuse to start sandboxes in a binary
@@ -146,17 +147,35 @@ func setUp() (*child, error) {
 	if err != nil {
 		return nil, err
 	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return nil, err
+	}
 	c := &child{sigchld: make(chan os.Signal, 1)}
 	signal.Notify(c.sigchld, unix.SIGCHLD)
 	// The program is started before pivot_root so that the kernel and the
 	// dynamic loader resolve the binary and its libraries on the host's
 	// root; pivot_root then moves its root along with ours, and it waits
-	// for its config (sent after the pivot) before doing anything.
-	c.pid, err = startProgram(spec.Program, cfgR)
+	// for its config (sent after the pivot) before doing anything. The
+	// dynamic loader runs in the child after exec returns here, so the
+	// pivot waits for the program's "loaded" byte: pivoting earlier would
+	// let it load the sandbox's C library under a binary built against the
+	// host's, which crashes when the two differ.
+	c.pid, err = startProgram(spec.Program, cfgR, readyW)
 	cfgR.Close()
+	readyW.Close()
 	if err != nil {
+		readyR.Close()
 		cfgW.Close()
 		return nil, err
+	}
+	_, err = readyR.Read(make([]byte, 1))
+	readyR.Close()
+	if err != nil {
+		cfgW.Close()
+		return nil, fmt.Errorf("program %q ended before it was loaded: %w", spec.Program, err)
 	}
 	if err := pivotInto(spec.Merged); err != nil {
 		cfgW.Close()
@@ -176,7 +195,7 @@ func setUp() (*child, error) {
 // The bounding set is per thread, so the drop and the fork happen on one
 // locked thread, which is then discarded (never unlocked) so no other
 // goroutine inherits the reduced set.
-func startProgram(name string, cfg *os.File) (int, error) {
+func startProgram(name string, cfg, ready *os.File) (int, error) {
 	type result struct {
 		pid int
 		err error
@@ -200,7 +219,7 @@ func startProgram(name string, cfg *os.File) (int, error) {
 			envProgram + "=" + name,
 			"PATH=" + defaultPath,
 			"HOME=/root",
-		}, []uintptr{devnull.Fd(), os.Stdout.Fd(), os.Stderr.Fd(), cfg.Fd()})
+		}, []uintptr{devnull.Fd(), os.Stdout.Fd(), os.Stderr.Fd(), cfg.Fd(), ready.Fd()})
 		ch <- result{pid, err}
 	}()
 	r := <-ch

@@ -29,6 +29,11 @@ func runProgram() {
 	// Nothing the program starts should believe it is a stage of ours.
 	os.Unsetenv(envStage)
 	os.Unsetenv(envProgram)
+	// Running Go code means the dynamic loader is done with the host's
+	// libraries: tell the init it may pivot_root now.
+	ready := os.NewFile(fdReady, "ready")
+	_, _ = ready.Write([]byte{1})
+	ready.Close()
 	var env programEnvelope
 	// EOF here means the init failed before pivot_root and is exiting.
 	if err := json.NewDecoder(os.NewFile(fdConfig, "config")).Decode(&env); err != nil {
