@@ -196,7 +196,8 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 	parentGuests := parent.guests
 	n.mu.Unlock()
 
-	// Disk state duplicates at the fork point.
+	// Disk state duplicates at the fork point: a machine's layer, which
+	// each child's machine boots from, or the in-process guest's scratch.
 	if parentGuests.machine != nil {
 		if err := n.forkMachines(n.ctx, parentGuests, children); err != nil {
 			for _, ch := range children {
@@ -208,13 +209,11 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 			n.log.Warn("fork: starting the children failed", "node", n.cfg.Name, "err", err)
 			return nil, errorf(http.StatusInternalServerError, "fork failed")
 		}
-	}
-	for _, ch := range children {
-		if parentGuests.machine != nil {
-			break
-		}
-		if err := copyTreeIfExists(parentDir, filepath.Join(n.scratch, ch.id)); err != nil {
-			n.log.Warn("fork: copy scratch failed", "node", n.cfg.Name, "child", ch.id, "err", err)
+	} else {
+		for _, ch := range children {
+			if err := copyTreeIfExists(parentDir, filepath.Join(n.scratch, ch.id)); err != nil {
+				n.log.Warn("fork: copy scratch failed", "node", n.cfg.Name, "child", ch.id, "err", err)
+			}
 		}
 	}
 	n.stats.forks.Add(1)
