@@ -156,9 +156,7 @@ func (n *Node) claimCheckpoint(ctx context.Context, c caller, id string, req san
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}
-	if err := n.deliver(ctx, sb); err != nil {
-		return sandboxd.ClaimResponse{}, n.failClaim(sb, err)
-	}
+	n.handOver(sb)
 	if ck.dir != "" && sb.guests.machine == nil { // a machine started from ck.dir
 		if err := copyTreeIfExists(ck.dir, filepath.Join(n.scratch, sb.id)); err != nil {
 			n.log.Warn("checkpoint claim: copy scratch failed", "node", n.cfg.Name, "sandbox", sb.id, "err", err)

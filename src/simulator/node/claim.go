@@ -89,9 +89,7 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 		}
 		n.mu.Unlock()
 		n.kickRefill()
-		if err := n.deliver(ctx, sb); err != nil {
-			return sandboxd.ClaimResponse{}, n.failClaim(sb, err)
-		}
+		n.handOver(sb)
 		n.stats.claimsWarm.Add(1)
 		n.stats.claimNanos.Add(int64(time.Since(start)))
 		return resp, nil
@@ -109,9 +107,7 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}
-	if err := n.deliver(ctx, sb); err != nil {
-		return sandboxd.ClaimResponse{}, n.failClaim(sb, err)
-	}
+	n.handOver(sb)
 	n.mu.Lock()
 	resp := n.claimResponse(sb)
 	n.mu.Unlock()
@@ -191,17 +187,6 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 	return n.newSandboxLocked(key, vm, tenant, claimRef, lease, fromCheckpoint), tier, nil
 }
 
-// failClaim undoes a claim whose machine could not take it: the caller
-// is told the node failed, and nothing stays claimed.
-func (n *Node) failClaim(sb *claimed, err error) *apiError {
-	n.log.Warn("claim: the machine did not take the claim", "node", n.cfg.Name, "err", err)
-	n.mu.Lock()
-	n.removeLocked(sb)
-	n.mu.Unlock()
-	n.destroy(sb)
-	return errorf(http.StatusInternalServerError, "provisioning failed")
-}
-
 // newSandboxLocked records a claim of vm under a fresh id and token.
 func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *claimed {
 	now := n.cfg.Clock.Now()
@@ -229,7 +214,7 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string
 	}
 	sb.guests = newGuestSet(n.cfg.Guests, filepath.Join(n.scratch, sb.id), n.log, n.cfg.BodyLimits)
 	if wm != nil {
-		sb.guests.machine, sb.guests.control = wm.m, n.cfg.Isolation.ControlPort
+		sb.guests.attach(wm.m, n.cfg.Isolation.ControlPort)
 	}
 	n.sandboxes[sb.id] = sb
 	if tenant != "" {

@@ -35,6 +35,11 @@ type guestSet struct {
 	// machine program's own port, which no client may reach.
 	machine *isolate.Sandbox
 	control int
+	// handedOver is closed once the machine's program has the claim (or
+	// failed to take it: handOverErr); dials wait for it, so a claim can
+	// answer before the hand-over is done.
+	handedOver  chan struct{}
+	handOverErr error
 
 	mu       sync.Mutex
 	closed   bool
@@ -165,6 +170,11 @@ func (s *guestServer) close() {
 	s.wg.Wait()
 }
 
+// attach makes m the sandbox's machine; its claim is yet to be handed over.
+func (g *guestSet) attach(m *isolate.Sandbox, control int) {
+	g.machine, g.control, g.handedOver = m, control, make(chan struct{})
+}
+
 // dial connects to the guest service on port: inside the machine, or the
 // in-process service (started if needed).
 func (g *guestSet) dial(ctx context.Context, port int, info SandboxInfo) (net.Conn, error) {
@@ -174,6 +184,14 @@ func (g *guestSet) dial(ctx context.Context, port int, info SandboxInfo) (net.Co
 		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
+		select {
+		case <-g.handedOver:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if g.handOverErr != nil {
+			return nil, g.handOverErr
+		}
 		return g.machine.Dial(ctx, port)
 	}
 	addr, err := g.ensure(port, info)

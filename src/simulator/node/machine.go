@@ -92,19 +92,48 @@ func (n *Node) discardWarmLocked(vms []string) {
 	}
 }
 
-// deliver hands sb's claim to its machine's program; a no-op for
-// sandboxes without a machine. Never under n.mu.
+// deliver hands sb's claim to its machine's program and marks the hand-over
+// done for the relay; a no-op for sandboxes without a machine. Never under
+// n.mu.
 func (n *Node) deliver(ctx context.Context, sb *claimed) error {
-	m := sb.guests.machine
-	if m == nil {
+	g := sb.guests
+	if g.machine == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
-	if err := n.cfg.Isolation.Deliver(ctx, m.Dial, sb.id, sb.token); err != nil {
-		return fmt.Errorf("node %s: hand the claim to machine %s: %w", n.cfg.Name, sb.id, err)
+	err := n.cfg.Isolation.Deliver(ctx, g.machine.Dial, sb.id, sb.token)
+	if err != nil {
+		err = fmt.Errorf("node %s: hand the claim to machine %s: %w", n.cfg.Name, sb.id, err)
 	}
-	return nil
+	g.handOverErr = err
+	close(g.handedOver)
+	return err
+}
+
+// handOver delivers sb's claim in the background, so a warm claim answers
+// as fast as an unisolated one; the relay waits for the hand-over. A
+// machine that does not take its claim is released.
+func (n *Node) handOver(sb *claimed) {
+	if sb.guests.machine == nil {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.deliver(n.ctx, sb); err != nil {
+			n.log.Warn("claim: the machine did not take the claim; releasing it", "node", n.cfg.Name, "sandbox", sb.id, "err", err)
+			n.mu.Lock()
+			_, live := n.sandboxes[sb.id]
+			if live {
+				n.removeLocked(sb)
+			}
+			n.mu.Unlock()
+			if live {
+				n.destroy(sb)
+			}
+		}
+	}()
 }
 
 // forkMachines starts each child's machine from a copy of the parent's
@@ -126,7 +155,7 @@ func (n *Node) forkMachines(ctx context.Context, parent *guestSet, children []*c
 			return err
 		}
 		n.mu.Lock()
-		ch.guests.machine, ch.guests.control = m, n.cfg.Isolation.ControlPort
+		ch.guests.attach(m, n.cfg.Isolation.ControlPort)
 		n.mu.Unlock()
 		if err := n.deliver(ctx, ch); err != nil {
 			return err
