@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -17,8 +18,10 @@ import (
 
 // BenchmarkWarmClaim is one warm claim as a front sees it (POST /v1/claim
 // to the answer), with the pool full before each: in-process guests against
-// isolated machines, where the claim also hands the machine its claim. The
-// refill after each claim is not timed. docs/simulator.md has the numbers.
+// isolated machines, where the claim also hands the machine its claim. Both
+// clone at sandbox-e2b-local's default --refill-delay (50 ms), so the
+// refill a claim starts runs after it, as in the local system; the wait for
+// it is not timed. docs/simulator.md has the numbers.
 func BenchmarkWarmClaim(b *testing.B) {
 	for _, isolated := range []bool{false, true} {
 		name := "unisolated"
@@ -27,9 +30,10 @@ func BenchmarkWarmClaim(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			cfg := fleet.Config{
-				RootToken: rootToken,
-				Pools:     []sandboxd.PoolSpec{{Template: tmpl, Warm: 2}},
-				Envd:      &fleet.EnvdConfig{Secret: envdSecret},
+				RootToken:   rootToken,
+				Pools:       []sandboxd.PoolSpec{{Template: tmpl, Warm: 2}},
+				RefillDelay: 50 * time.Millisecond,
+				Envd:        &fleet.EnvdConfig{Secret: envdSecret},
 			}
 			if isolated {
 				base, err := rootfs.Base()
