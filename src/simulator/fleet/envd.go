@@ -15,8 +15,10 @@ import (
 // port is first reached and closed (its processes killed) on release or
 // reap.
 //
-// SECURITY: the guest runs commands as host processes of the simulator's
-// user. Only its file API is confined to the scratch directory.
+// SECURITY: without Config.Isolation the guest runs commands as host
+// processes of the simulator's user, and only its file API is confined to
+// the scratch directory. With it, the guest is a program inside each
+// sandbox's machine instead (IsolationConfig).
 type EnvdConfig struct {
 	// Secret keys the access tokens: a sandbox's guest accepts
 	// hex(HMAC-SHA256(Secret, claim token)), the value the e2b surface
