@@ -96,6 +96,8 @@ func newEntry(node, nodeAddr string, in *v1beta1.InventoryEntry) *Entry {
 	if id, ok := sandbox.CanonicalID(e.ID); ok {
 		e.ID = id
 		e.DNSID, _ = sandbox.DNSID(id)
+	} else {
+		e.ID = "" // not a sandboxd id: nothing may be addressed with it
 	}
 	if in.Deadline != nil {
 		e.Deadline = in.Deadline.Time
