@@ -103,7 +103,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 	if o.unisolated {
 		logger.Warn("--unisolated: sandboxes are ordinary processes of this user on this host; their commands run here and nothing isolates them from the host or from each other")
 	} else {
-		if isolation, err = fleet.NewIsolation("", fmt.Sprintf("sandbox-operator/sandbox-e2b-local-%d", os.Getpid()), logger); err != nil {
+		if isolation, err = fleet.NewIsolation("", fmt.Sprintf("sandbox-operator-e2b-local-%d", os.Getpid()), logger); err != nil {
 			return fmt.Errorf("sandboxes cannot be isolated on this machine: %w; pass --unisolated to run them as processes of this user instead", err)
 		}
 		defer func() { _ = isolation.Close() }()

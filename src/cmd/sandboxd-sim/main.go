@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if !opts.unisolated {
-		iso, err := fleet.NewIsolation(cfg.ScratchRoot, fmt.Sprintf("sandbox-operator/sandboxd-sim-%d", os.Getpid()), logger)
+		iso, err := fleet.NewIsolation(cfg.ScratchRoot, fmt.Sprintf("sandbox-operator-sim-%d", os.Getpid()), logger)
 		if err != nil {
 			fmt.Fprintf(stderr, "sandboxd-sim: sandboxes cannot be isolated on this machine: %v\nPass --unisolated to run them as processes of this user instead.\n", err)
 			return exitFailure

@@ -35,7 +35,7 @@ func startIsolatedFleet(t *testing.T) (*fleet.Fleet, string) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	rt, err := isolate.New(isolate.Config{StateDir: state, CgroupParent: "sandbox-operator-test/fleet-" + strconv.Itoa(os.Getpid())})
+	rt, err := isolate.New(isolate.Config{StateDir: state, CgroupParent: "sandbox-operator-fleet-test-" + strconv.Itoa(os.Getpid())})
 	if err != nil {
 		t.Fatal(err)
 	}
