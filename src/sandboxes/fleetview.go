@@ -39,13 +39,14 @@ func (v fleetView) Nodes() []fleet.Node {
 
 // List implements fleet.View.
 func (v fleetView) List(_ context.Context, namespace string) ([]fleet.Sandbox, error) {
-	views, _ := v.s.views(namespace)
-	out := make([]fleet.Sandbox, 0, len(views))
-	for i := range views {
-		if e := &views[i].entry; e.ID != "" && e.Address != "" {
+	l := v.s.read(namespace)
+	out := make([]fleet.Sandbox, 0, len(l.entries)+len(l.overlays))
+	l.walk(sandbox.ClaimRef{}, func(cur *view) bool {
+		if e := &cur.entry; e.ID != "" && e.Address != "" {
 			out = append(out, sandboxOf(e))
 		}
-	}
+		return true
+	})
 	return out, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +37,9 @@ type Inventory interface {
 	Nodes() []inventory.Node
 	ByClaimRef(namespace, name string) (inventory.Entry, bool)
 	ByID(id, namespace string) (inventory.Entry, bool)
-	List(namespace string) []inventory.Entry
+	// Sorted is the namespace's sandboxes ("" for all) in CompareKeys
+	// order, shared and read-only.
+	Sorted(namespace string) []inventory.Entry
 	Subscribe(fn func(inventory.Change)) (unsubscribe func())
 }
 
@@ -154,7 +155,7 @@ func New(cfg Config) (*Service, error) {
 	s.unsubscribe = s.inv.Subscribe(s.onChange)
 	// Whatever the inventory already held was never a change to us.
 	s.mu.Lock()
-	for _, e := range s.inv.List("") {
+	for _, e := range s.inv.Sorted("") {
 		s.reconcileLocked(e.Key())
 	}
 	s.mu.Unlock()
@@ -302,65 +303,10 @@ func (s *Service) Get(_ context.Context, namespace, name string) (*agentsv1beta1
 	return toSandbox(&cur, s.revLocked(key, &cur)), nil
 }
 
-// List implements the registry's Backend.
-func (s *Service) List(_ context.Context, namespace string) ([]agentsv1beta1.Sandbox, Revision, error) {
-	items, rev := s.list(namespace)
-	return items, rev, nil
-}
-
-// list renders views as the Sandboxes of namespace, at the revision the
-// view was read at.
-func (s *Service) list(namespace string) ([]agentsv1beta1.Sandbox, Revision) {
-	views, rev := s.views(namespace)
-	out := make([]agentsv1beta1.Sandbox, len(views))
-	s.mu.Lock()
-	for i := range views {
-		fillSandbox(&out[i], &views[i], min(s.revLocked(views[i].entry.Key(), &views[i]), rev))
-	}
-	s.mu.Unlock()
-	return out, rev
-}
-
-// views merges the inventory's sandboxes of namespace with this replica's
-// overlays. The revision is read first: anything that changes while the
-// list is built is also an event after it.
-func (s *Service) views(namespace string) ([]view, Revision) {
-	s.mu.Lock()
-	rev := s.rev
-	now := s.cfg.Clock.Now()
-	ovs := map[string]*overlay{}
-	for key, ov := range s.overlays {
-		if namespace == "" || ov.entry.Namespace == namespace {
-			ovs[key] = ov
-		}
-	}
-	s.mu.Unlock()
-
-	entries := s.inv.List(namespace)
-	views := make([]view, 0, len(entries)+len(ovs))
-	for i := range entries {
-		key := entries[i].Key()
-		ov := ovs[key]
-		if ov == nil {
-			views = append(views, view{entry: entries[i]})
-			continue
-		}
-		delete(ovs, key)
-		if cur, ok, _ := resolve(&entries[i], ov, now); ok {
-			views = append(views, cur)
-		}
-	}
-	if len(ovs) > 0 {
-		for _, ov := range ovs {
-			if cur, ok, _ := resolve(nil, ov, now); ok {
-				views = append(views, cur)
-			}
-		}
-		slices.SortFunc(views, func(a, b view) int {
-			return cmp.Or(strings.Compare(a.entry.Namespace, b.entry.Namespace), strings.Compare(a.entry.ObjectName, b.entry.ObjectName))
-		})
-	}
-	return views, rev
+// List implements the registry's Backend: the whole list, one page.
+func (s *Service) List(ctx context.Context, namespace string) ([]agentsv1beta1.Sandbox, Revision, error) {
+	res, err := s.ListPage(ctx, namespace, ListOptions{})
+	return res.Items, res.Revision, err
 }
 
 // Fleet is the fleet core this Service claims through, over its own view

@@ -101,7 +101,8 @@ func (s *Service) Watch(ctx context.Context, namespace string, from Revision) (<
 		// Registered first, listed second: a change in between is in the
 		// list or an event after it, never in neither. The list is read at
 		// revision rev or later, so live events up to rev are in it.
-		items, rev := s.list(namespace)
+		res := s.page(namespace, ListOptions{})
+		items, rev := res.Items, res.Revision
 		skip = rev
 		first = make([]Event, len(items))
 		for i := range items {

@@ -110,19 +110,21 @@ func (b *memBackend) Get(_ context.Context, ns, name string) (*agentsv1beta1.San
 	return sb.DeepCopy(), nil
 }
 
-func (b *memBackend) List(_ context.Context, ns string) ([]agentsv1beta1.Sandbox, sandboxes.Revision, error) {
+// ListPage ignores paging: the server tests page through the real
+// backend (tests/integration/apiserver) and the storage's own tests.
+func (b *memBackend) ListPage(_ context.Context, ns string, opts sandboxes.ListOptions) (sandboxes.ListResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("list"); err != nil {
-		return nil, 0, err
+		return sandboxes.ListResult{}, err
 	}
 	var out []agentsv1beta1.Sandbox
 	for _, sb := range b.items {
-		if ns == "" || sb.Namespace == ns {
+		if (ns == "" || sb.Namespace == ns) && (opts.Match == nil || opts.Match(sb)) {
 			out = append(out, *sb.DeepCopy())
 		}
 	}
-	return out, b.rev, nil
+	return sandboxes.ListResult{Items: out, Revision: b.rev}, nil
 }
 
 func (b *memBackend) Watch(ctx context.Context, ns string, from sandboxes.Revision) (<-chan sandboxes.Event, error) {

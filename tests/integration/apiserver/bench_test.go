@@ -44,7 +44,7 @@ type syntheticInventory struct {
 // publishSynthetic publishes n synthetic entries in syntheticNamespace on
 // ceil(n/syntheticPerNode) nodes with no pools (so no claim is ever sent
 // to them), then waits until the server lists all of them.
-func publishSynthetic(ctx context.Context, b *testing.B, e *testEnv, n int) *syntheticInventory {
+func publishSynthetic(ctx context.Context, b testing.TB, e *testEnv, n int) *syntheticInventory {
 	b.Helper()
 	now := time.Now()
 	clock := testingclock.NewFakeClock(now.Add(syntheticLead))
@@ -86,7 +86,7 @@ func publishSynthetic(ctx context.Context, b *testing.B, e *testEnv, n int) *syn
 
 // remove deletes the synthetic nodes and waits until the server lists
 // none of their entries.
-func (s *syntheticInventory) remove(ctx context.Context, b *testing.B, e *testEnv) {
+func (s *syntheticInventory) remove(ctx context.Context, b testing.TB, e *testEnv) {
 	b.Helper()
 	for _, p := range s.publishers {
 		if err := p.Delete(ctx); err != nil {
@@ -98,7 +98,7 @@ func (s *syntheticInventory) remove(ctx context.Context, b *testing.B, e *testEn
 
 // waitListed waits until the server lists n sandboxes in
 // syntheticNamespace.
-func waitListed(ctx context.Context, b *testing.B, e *testEnv, n int) {
+func waitListed(ctx context.Context, b testing.TB, e *testEnv, n int) {
 	b.Helper()
 	got := -1
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {

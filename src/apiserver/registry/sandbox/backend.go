@@ -19,9 +19,10 @@ import (
 type Backend interface {
 	// Get returns one sandbox from fresh inventory.
 	Get(ctx context.Context, namespace, name string) (*agentsv1beta1.Sandbox, error)
-	// List returns every sandbox in namespace ("" for all namespaces) and the
-	// revision of the view it was read from.
-	List(ctx context.Context, namespace string) ([]agentsv1beta1.Sandbox, sandboxes.Revision, error)
+	// ListPage returns one page of the sandboxes in namespace ("" for all
+	// namespaces) and the revision of the view it was read from; zero
+	// options return the whole list.
+	ListPage(ctx context.Context, namespace string, opts sandboxes.ListOptions) (sandboxes.ListResult, error)
 	// Watch streams changes in namespace ("" for all) after revision from;
 	// from 0 starts with a synthetic Added event per existing sandbox. A
 	// revision the backend no longer remembers answers an Expired (410) error.

@@ -48,3 +48,10 @@ func newMatcher(options *metainternalversion.ListOptions) (matcher, error) {
 		return field.Matches(fields.Set{fieldName: sb.Name, fieldNamespace: sb.Namespace})
 	}, nil
 }
+
+// selectsAll reports whether a request's options select every sandbox.
+func selectsAll(options *metainternalversion.ListOptions) bool {
+	return options == nil ||
+		(options.LabelSelector == nil || options.LabelSelector.Empty()) &&
+			(options.FieldSelector == nil || options.FieldSelector.Empty())
+}

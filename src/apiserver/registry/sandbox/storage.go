@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 	"k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -73,27 +75,66 @@ func (r *REST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runt
 }
 
 // List answers the sandboxes of the request namespace (all namespaces for a
-// cluster-wide request) that match the options' selectors. The list's
-// resourceVersion is the backend revision it was read at, so a watch from it
-// continues without a gap. limit is not honoured: the whole list is returned
-// with no continue token, which clients treat as the last page.
+// cluster-wide request) that match the options' selectors, ordered by
+// namespace and name.
+//
+// limit pages the list: a page holds at most limit matching sandboxes and,
+// when more may follow, a continue token and an estimate of how many
+// (remainingItemCount, only without selectors). A page read with a
+// continue token resumes after the previous page's last sandbox, in the
+// view as it is now; see sandboxes.ListOptions for what that guarantees
+// across a changing fleet. Every page of one list reports the first page's
+// resourceVersion, the backend revision it was read at, so a watch from it
+// continues without a gap.
+//
+// resourceVersion and resourceVersionMatch are not honoured beyond that:
+// the backend has no history of lists, so every list reads its freshest
+// view, which is what "" (most recent) asks for and at least as new as
+// any other value asks for.
 func (r *REST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
 	ns := namespaceOf(ctx)
 	match, err := newMatcher(options)
 	if err != nil {
 		return nil, err
 	}
-	items, rev, err := r.backend.List(ctx, ns)
+	opts := sandboxes.ListOptions{Match: match}
+	var first *continueToken
+	if options != nil {
+		if options.Limit < 0 {
+			return nil, errors.NewBadRequest(fmt.Sprintf("limit %d is negative", options.Limit))
+		}
+		opts.Limit = int(options.Limit)
+		if options.Continue != "" {
+			if options.ResourceVersion != "" && options.ResourceVersion != "0" {
+				return nil, errors.NewBadRequest("specifying resourceVersion is not allowed when using continue")
+			}
+			t, err := decodeContinue(options.Continue)
+			if err != nil {
+				return nil, err
+			}
+			first = &t
+			opts.After = sandbox.ClaimRef{Namespace: t.Namespace, Name: t.Name}
+		}
+	}
+	if selectsAll(options) {
+		opts.Match = nil // and the backend can estimate what is left
+	}
+	page, err := r.backend.ListPage(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}
-	list := &agentsv1beta1.SandboxList{Items: make([]agentsv1beta1.Sandbox, 0, len(items))}
-	for i := range items {
-		if match(&items[i]) {
-			list.Items = append(list.Items, items[i])
-		}
+	list := &agentsv1beta1.SandboxList{Items: page.Items}
+	rev := page.Revision
+	if first != nil {
+		rev = first.Revision
 	}
 	list.ResourceVersion = revisionString(rev)
+	if page.Next != (sandbox.ClaimRef{}) {
+		list.Continue = encodeContinue(rev, page.Next)
+		if page.Remaining >= 0 {
+			list.RemainingItemCount = &page.Remaining
+		}
+	}
 	return list, nil
 }
 

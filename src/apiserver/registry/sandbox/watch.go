@@ -53,10 +53,12 @@ func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptio
 
 	var listed []agentsv1beta1.Sandbox
 	if initial {
-		if listed, from, err = r.backend.List(wctx, ns); err != nil {
+		page, err := r.backend.ListPage(wctx, ns, sandboxes.ListOptions{})
+		if err != nil {
 			cancel()
 			return nil, err
 		}
+		listed, from = page.Items, page.Revision
 	}
 	events, err := r.backend.Watch(wctx, ns, from)
 	if err != nil {

@@ -1,0 +1,184 @@
+package sandboxes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+
+	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+)
+
+// ListOptions narrows and pages a list.
+//
+// A paged list is ordered by namespace, then name, and each page resumes
+// after the last sandbox the previous one returned, read from the view as
+// it is when the page is asked for. So across a fleet that changes while a
+// client pages, no sandbox is listed twice, and a sandbox that exists for
+// the whole paging is listed exactly once; one created or released in
+// between may or may not be. A client that needs every change follows the
+// list with a watch from the first page's revision (what informers do),
+// which replays everything that happened while it paged.
+type ListOptions struct {
+	// After resumes the list after this sandbox; the zero ClaimRef starts
+	// at the beginning. It need not exist any more.
+	After sandbox.ClaimRef
+	// Limit is the most items a page holds; 0 returns the rest of the list.
+	Limit int
+	// Match selects the items a page holds; nil selects all. Items it
+	// turns down do not count towards Limit.
+	Match func(*agentsv1beta1.Sandbox) bool
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	Items []agentsv1beta1.Sandbox
+	// Revision is the revision of the view the page was read from.
+	Revision Revision
+	// Next is where the following page starts (pass it as After). It is
+	// zero when this page ends the list.
+	Next sandbox.ClaimRef
+	// Remaining estimates how many sandboxes follow Next: exact for an
+	// inventory that holds still, off by this replica's recent writes that
+	// the inventory does not show yet. -1 when unknown, because Match may
+	// turn any of them down, and 0 on the last page.
+	Remaining int64
+}
+
+// ListPage returns one page of the sandboxes of namespace ("" for all).
+func (s *Service) ListPage(_ context.Context, namespace string, opts ListOptions) (ListResult, error) {
+	if opts.Limit < 0 {
+		return ListResult{}, errors.New("sandboxes: negative list limit")
+	}
+	return s.page(namespace, opts), nil
+}
+
+// page is ListPage for valid options.
+func (s *Service) page(namespace string, opts ListOptions) ListResult {
+	l := s.read(namespace)
+	res := ListResult{Revision: l.rev}
+	size := len(l.entries) + len(l.overlays)
+	if opts.Limit > 0 {
+		size = min(size, opts.Limit)
+	}
+	res.Items = make([]agentsv1beta1.Sandbox, 0, size)
+	s.mu.Lock()
+	next, remaining := l.walk(opts.After, func(v *view) bool {
+		if opts.Limit > 0 && len(res.Items) == opts.Limit {
+			return false
+		}
+		res.Items = append(res.Items, agentsv1beta1.Sandbox{})
+		item := &res.Items[len(res.Items)-1]
+		fillSandbox(item, v, min(s.revLocked(v.entry.Key(), v), l.rev))
+		if opts.Match != nil && !opts.Match(item) {
+			res.Items = res.Items[:len(res.Items)-1]
+		}
+		return true
+	})
+	s.mu.Unlock()
+	if next {
+		last := &res.Items[len(res.Items)-1]
+		res.Next = sandbox.ClaimRef{Namespace: last.Namespace, Name: last.Name}
+		res.Remaining = int64(remaining)
+		if opts.Match != nil {
+			res.Remaining = -1
+		}
+	}
+	return res
+}
+
+// listing is a read of what a namespace shows: the inventory's sorted
+// entries (shared with the store, never modified) and this replica's
+// overlays in it, sorted the same way, at revision rev.
+type listing struct {
+	entries  []inventory.Entry
+	overlays []*overlay
+	rev      Revision
+	now      time.Time
+}
+
+// read takes a listing of namespace. The revision is read first: anything
+// that changes while the list is built is also an event after it.
+func (s *Service) read(namespace string) listing {
+	s.mu.Lock()
+	l := listing{rev: s.rev, now: s.cfg.Clock.Now()}
+	for _, ov := range s.overlays {
+		if namespace == "" || ov.entry.Namespace == namespace {
+			l.overlays = append(l.overlays, ov)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(l.overlays, func(a, b *overlay) int { return inventory.CompareKeys(a.entry, b.entry) })
+	l.entries = s.inv.Sorted(namespace)
+	return l
+}
+
+// compareRef orders an entry against a claim reference as CompareKeys
+// orders entries.
+func compareRef(e *inventory.Entry, ref sandbox.ClaimRef) int {
+	return cmp.Or(strings.Compare(e.Namespace, ref.Namespace), strings.Compare(e.ObjectName, ref.Name))
+}
+
+// walk calls fn, in order, with every sandbox the listing shows after the
+// reference after (all of them for the zero reference), until fn answers
+// false. It reports whether it stopped with sandboxes left, and about how
+// many: the entries and overlays not reached, which double-counts a
+// sandbox that has both.
+func (l *listing) walk(after sandbox.ClaimRef, fn func(*view) bool) (stopped bool, remaining int) {
+	i, j := 0, 0
+	if after != (sandbox.ClaimRef{}) {
+		i, _ = slices.BinarySearchFunc(l.entries, after, func(e inventory.Entry, ref sandbox.ClaimRef) int {
+			if c := compareRef(&e, ref); c != 0 {
+				return c
+			}
+			return -1 // equal sorts before: the search lands after it
+		})
+		j, _ = slices.BinarySearchFunc(l.overlays, after, func(ov *overlay, ref sandbox.ClaimRef) int {
+			if c := compareRef(&ov.entry, ref); c != 0 {
+				return c
+			}
+			return -1
+		})
+	}
+	for i < len(l.entries) || j < len(l.overlays) {
+		var inv *inventory.Entry
+		var ov *overlay
+		switch {
+		case j == len(l.overlays):
+			inv = &l.entries[i]
+		case i == len(l.entries):
+			ov = l.overlays[j]
+		default:
+			switch c := inventory.CompareKeys(l.entries[i], l.overlays[j].entry); {
+			case c < 0:
+				inv = &l.entries[i]
+			case c > 0:
+				ov = l.overlays[j]
+			default:
+				inv, ov = &l.entries[i], l.overlays[j]
+			}
+		}
+		var cur view
+		visible := true
+		if ov == nil {
+			cur = view{entry: *inv}
+		} else {
+			cur, visible, _ = resolve(inv, ov, l.now)
+		}
+		if visible && !fn(&cur) {
+			return true, len(l.entries) - i + len(l.overlays) - j
+		}
+		if inv != nil {
+			i++
+		}
+		if ov != nil {
+			j++
+		}
+	}
+	return false, 0
+}
