@@ -1,0 +1,47 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestEachSampleAndLabel(t *testing.T) {
+	raw := []byte(`# HELP apiserver_request_total x
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",group="",resource="pods",scope="resource",subresource="",verb="GET",version="v1"} 100
+etcd_mvcc_put_total 42
+`)
+	var got []string
+	eachSample(raw, func(name, labels string, v float64) {
+		got = append(got, name+"|"+label(labels, "verb")+"|"+label(labels, "subresource"))
+	})
+	want := []string{"apiserver_request_total|POST|", "apiserver_request_total|PATCH|status", "apiserver_request_total|GET|", "etcd_mvcc_put_total||"}
+	if len(got) != len(want) {
+		t.Fatalf("samples %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("sample %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestDiffScaleMinus(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	a := writeCounts{at: t0, apiWrites: map[string]float64{"pods": 1}, etcdRequests: map[string]float64{"update": 5}, etcdWritesByType: map[string]float64{"pods": 5}, mvcc: map[string]float64{"put_total": 10, "txn_total": 20}}
+	b := writeCounts{at: t0.Add(2 * time.Second), apiWrites: map[string]float64{"pods": 5, "nodeinventories": 4}, etcdRequests: map[string]float64{"update": 9}, etcdWritesByType: map[string]float64{"pods": 9}, mvcc: map[string]float64{"put_total": 18, "txn_total": 30}}
+	d := diff(a, b)
+	if d.Seconds != 2 || d.APIWrites != 8 || d.APIWritesByResource["nodeinventories"] != 4 || d.EtcdWrites != 4 || d.EtcdPuts != 8 || d.EtcdTxns != 10 {
+		t.Errorf("diff = %+v", d)
+	}
+	s := d.scaled(0.5, 1)
+	if s.Seconds != 1 || s.APIWrites != 4 || s.EtcdPuts != 4 || s.APIWritesByResource["pods"] != 2 {
+		t.Errorf("scaled = %+v", s)
+	}
+	n := d.minus(s)
+	if n.APIWrites != 4 || n.EtcdPuts != 4 || n.APIWritesByResource["nodeinventories"] != 2 {
+		t.Errorf("minus = %+v", n)
+	}
+}
