@@ -210,6 +210,9 @@ func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string, l
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	if err := informer.SetTransform(inventory.Compact); err != nil {
+		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
+	}
 	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: staleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)

@@ -193,6 +193,9 @@ type proxyServer struct {
 func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface) (*proxyServer, error) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	if err := informer.SetTransform(inventory.Compact); err != nil {
+		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
+	}
 	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)

@@ -55,6 +55,10 @@ func Start(t testing.TB, opts Options) *Harness {
 		map[schema.GroupVersionResource]string{v1beta1.NodeInventoryGVR: v1beta1.NodeInventoryListKind})
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
 	informer := factory.ForResource(v1beta1.NodeInventoryGVR).Informer()
+	// As the binaries do, so the store reads what they cache.
+	if err := informer.SetTransform(inventory.Compact); err != nil {
+		t.Fatal(err)
+	}
 	store, err := inventory.New(inventory.Config{
 		Source: informer, StaleAfter: opts.StaleAfter, Resync: opts.Resync, Clock: opts.Clock,
 	})
