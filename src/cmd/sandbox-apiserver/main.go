@@ -122,6 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := o.validate(); err != nil {
 		return serve.UsageError(stderr, "sandbox-apiserver", err)
 	}
+	serve.LimitMemory(logger, "")
 	if err := runServer(serve.SignalContext(), logger, o); err != nil {
 		logger.Error("sandbox-apiserver stopped", "err", err)
 		return serve.ExitFailure

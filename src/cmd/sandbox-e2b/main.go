@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
 		return serve.ExitUsage
 	}
+	serve.LimitMemory(logger, "")
 	cfg, err := opts.config()
 	if err != nil {
 		return serve.UsageError(stderr, "sandbox-e2b", err)

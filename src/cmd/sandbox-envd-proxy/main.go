@@ -169,6 +169,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve.ExitUsage
 	}
 
+	serve.LimitMemory(logger, "")
 	p, err := listen(logger, o, creds, dyn)
 	if err != nil {
 		logger.Error("sandbox-envd-proxy cannot start", "err", err)
