@@ -84,6 +84,9 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
+// Pid is the process's id, for callers that read its usage from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // LogPath is the file holding the process's output.
 func (p *Process) LogPath() string { return p.logPath }
 

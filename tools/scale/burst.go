@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 )
 
 const (
@@ -212,7 +213,7 @@ func (b *burster) burst(ctx context.Context, log func(string, ...any)) error {
 		done.Wait()
 		return err
 	}
-	_ = resetPeakRSS(e.server.pid())
+	_ = resetPeakRSS(e.server.Pid())
 	u0, err := e.serverUsage()
 	if err != nil {
 		close(start)
@@ -369,7 +370,7 @@ func (b *burster) errorSamples() []string {
 func (b *burster) kubeCreate(ctx context.Context, i int) (string, string, error) {
 	name := fmt.Sprintf("burst-%05d", i)
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": apiGroup + "/" + apiVersion,
+		"apiVersion": apiserverenv.Group + "/" + apiserverenv.Version,
 		"kind":       "Sandbox",
 		"metadata": map[string]any{
 			"name":        name,

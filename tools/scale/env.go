@@ -3,25 +3,17 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -29,22 +21,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
-	"github.com/cocoonstack/sandbox-operator/tests/testbin"
-)
-
-// The aggregated API and where the cluster routes it.
-const (
-	apiGroup       = "agents.x-k8s.io"
-	apiVersion     = "v1beta1"
-	apiNamespace   = "sandbox-system"
-	apiServiceName = "sandbox-apiserver"
-
-	serverBinaryEnv = "SANDBOX_APISERVER"
-	serverBinaryPkg = "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver"
 )
 
 // Fleet and inventory timing.
@@ -66,14 +46,11 @@ const (
 // Timeouts; the machine may be small and loaded.
 const (
 	setupTimeout   = 5 * time.Minute
-	stopGrace      = 20 * time.Second
 	pollEvery      = 100 * time.Millisecond
 	clientQPS      = 10000
 	clientBurst    = 10000
 	requestTimeout = 5 * time.Minute
 )
-
-var sandboxGVR = schema.GroupVersionResource{Group: apiGroup, Version: apiVersion, Resource: "sandboxes"}
 
 // envOptions are what the environment is started with.
 type envOptions struct {
@@ -95,7 +72,7 @@ type binaries struct {
 func locateBinaries(needKubectl bool) (binaries, error) {
 	var b binaries
 	var err error
-	if b.server, err = testbin.Locate(serverBinaryEnv, serverBinaryPkg, ""); err != nil {
+	if b.server, err = apiserverenv.Binary(); err != nil {
 		return b, err
 	}
 	if b.kubeAPIServer, err = cluster.APIServerBinary(); err != nil {
@@ -117,7 +94,7 @@ type Env struct {
 
 	cluster *cluster.Cluster
 	fleet   *fleet.Fleet
-	server  *serverProcess
+	server  *apiserverenv.Server
 
 	// kubeAPIServerPID is the kube-apiserver's pid, 0 if it was not found.
 	kubeAPIServerPID int
@@ -175,15 +152,11 @@ func startEnv(ctx context.Context, opts envOptions) (_ *Env, err error) {
 	if e.direct, err = dynamic.NewForConfig(direct); err != nil {
 		return nil, err
 	}
-	e.sandboxes = e.direct.Resource(sandboxGVR)
+	e.sandboxes = e.direct.Resource(apiserverenv.SandboxGVR)
 	e.restRaw = e.cluster.Clientset().Discovery().RESTClient()
 
-	token, err := randomHex(24)
+	tokenFile, token, err := apiserverenv.WriteSandboxdToken(dir)
 	if err != nil {
-		return nil, err
-	}
-	tokenFile := filepath.Join(dir, "sandboxd-token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		return nil, err
 	}
 	envdSecret, err := randomHex(32)
@@ -208,65 +181,38 @@ func startEnv(ctx context.Context, opts envOptions) (_ *Env, err error) {
 		return nil, err
 	}
 
-	dnsName := apiServiceName + "." + apiNamespace + ".svc"
-	certs, err := cluster.NewServingCerts(dir, dnsName)
-	if err != nil {
-		return nil, err
-	}
-	addr, err := e.cluster.RegisterAPIService(ctx, cluster.APIServiceSpec{
-		Group: apiGroup, Version: apiVersion,
-		Namespace: apiNamespace, ServiceName: apiServiceName,
-		CABundle: certs.CAPEM,
-	})
-	if err != nil {
-		return nil, err
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("APIService address %q: %w", addr, err)
-	}
 	e2bAddr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
 	e.e2bURL = "http://" + e2bAddr
-	kubeconfig := e.cluster.Kubeconfig()
-	e.server, err = startServer(opts.binaries.server, filepath.Join(dir, "sandbox-apiserver.log"), []string{
-		"--bind-address=" + host,
-		"--secure-port=" + port,
-		"--tls-cert-file=" + certs.CertFile,
-		"--tls-private-key-file=" + certs.KeyFile,
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--sandboxd-token-file=" + tokenFile,
-		"--inventory-stale-after=" + staleAfter.String(),
-		// Pools are set on the fleet here; the driver would manage them
-		// from SandboxWarmPool objects, whose CRD this cluster lacks.
-		"--enable-warm-pool-driver=false",
-		"--enable-e2b-api",
-		"--e2b-bind-address=" + e2bAddr,
-		"--e2b-api-key-file=" + keyFile,
-		"--e2b-namespace=" + e2bNamespace,
-		"--e2b-domain=scale.invalid",
-		"--e2b-envd-secret-file=" + envdSecretFile,
-		// The burst is the measurement: no per-key rate or cap.
-		"--e2b-create-rate=0",
-		"--e2b-max-sandboxes=0",
-	})
-	if err != nil {
+	if e.server, err = apiserverenv.Start(ctx, e.cluster, apiserverenv.Options{
+		Binary:              opts.binaries.server,
+		Dir:                 dir,
+		SandboxdTokenFile:   tokenFile,
+		InventoryStaleAfter: staleAfter,
+		ExtraArgs: []string{
+			"--enable-e2b-api",
+			"--e2b-bind-address=" + e2bAddr,
+			"--e2b-api-key-file=" + keyFile,
+			"--e2b-namespace=" + e2bNamespace,
+			"--e2b-domain=scale.invalid",
+			"--e2b-envd-secret-file=" + envdSecretFile,
+			// The burst is the measurement: no per-key rate or cap.
+			"--e2b-create-rate=0",
+			"--e2b-max-sandboxes=0",
+		},
+	}); err != nil {
 		return nil, err
 	}
-	if err := e.cluster.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(apiGroup, apiVersion)); err != nil {
+	if err := e.server.WaitReady(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.server.waitReady(ctx, addr, dnsName, certs.CAPEM); err != nil {
-		return nil, err
+	if err := e.server.WaitHTTPOK(ctx, nil, e.e2bURL+"/health"); err != nil {
+		return nil, fmt.Errorf("e2b surface not healthy: %w", err)
 	}
-	if err := e.waitE2BHealthy(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.waitFleetPublished(ctx); err != nil {
+	// Both lanes' pools, on every node.
+	if err := apiserverenv.WaitFleetPublished(ctx, e.cluster.Dynamic(), e.fleet, 2); err != nil {
 		return nil, err
 	}
 	if err := e.startCounter(); err != nil {
@@ -298,72 +244,6 @@ func startFleet(client dynamic.Interface, opts envOptions, token string, envdSec
 		return nil, fmt.Errorf("start fleet: %w", err)
 	}
 	return f, nil
-}
-
-// waitFleetPublished waits until every node's NodeInventory shows its
-// pools full.
-func (e *Env) waitFleetPublished(ctx context.Context) error {
-	api := e.cluster.Dynamic().Resource(v1beta1.NodeInventoryGVR)
-	last := "nothing published"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		for _, n := range e.fleet.Nodes() {
-			u, err := api.Get(ctx, n.Name(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				last = n.Name() + " has not published"
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			pools, _ := u.Object["pools"].([]any)
-			if len(pools) < 2 {
-				last = fmt.Sprintf("%s publishes %d pools", n.Name(), len(pools))
-				return false, nil
-			}
-			for _, p := range pools {
-				pm, _ := p.(map[string]any)
-				warm, _ := pm["warm"].(int64)
-				target, _ := pm["target"].(int64)
-				if warm == 0 || warm < target {
-					last = fmt.Sprintf("%s publishes pool %v", n.Name(), pm)
-					return false, nil
-				}
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("fleet inventory (%s): %w", last, err)
-	}
-	return nil
-}
-
-// waitE2BHealthy polls the e2b surface's /health.
-func (e *Env) waitE2BHealthy(ctx context.Context) error {
-	client := &http.Client{Timeout: 5 * time.Second}
-	last := "no answer yet"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		if err := e.server.exitErr(); err != nil {
-			return false, err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.e2bURL+"/health", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		last = resp.Status
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("e2b surface at %s not healthy (%s): %w", e.e2bURL, last, err)
-	}
-	return nil
 }
 
 // startCounter puts the byte-counting proxy in front of the kube-apiserver
@@ -408,10 +288,10 @@ func (e *Env) startCounter() error {
 
 // serverUsage reads the sandbox-apiserver's CPU time and memory.
 func (e *Env) serverUsage() (procUsage, error) {
-	if err := e.server.exitErr(); err != nil {
+	if err := e.server.ExitErr(); err != nil {
 		return procUsage{}, err
 	}
-	return readUsage(e.server.pid())
+	return readUsage(e.server.Pid())
 }
 
 // kubeAPIServerCPU reads the kube-apiserver's CPU seconds, 0 when its pid
@@ -456,7 +336,7 @@ func (e *Env) checkAlive() error {
 	if e.server == nil {
 		return errors.New("sandbox-apiserver not started")
 	}
-	return e.server.exitErr()
+	return e.server.ExitErr()
 }
 
 // saveLogs copies the servers' logs into dir.
@@ -466,7 +346,7 @@ func (e *Env) saveLogs(dir string) error {
 	}
 	var errs []error
 	for _, src := range []string{
-		filepath.Join(e.dir, "sandbox-apiserver.log"),
+		e.server.LogPath(),
 		filepath.Join(e.dir, "cluster", "kube-apiserver.log"),
 		filepath.Join(e.dir, "cluster", "etcd.log"),
 	} {
@@ -491,15 +371,7 @@ func (e *Env) close(removeDir bool) error {
 	if e.counter != nil {
 		errs = append(errs, e.counter.Close())
 	}
-	if e.server != nil {
-		errs = append(errs, e.server.stop())
-	}
-	if e.fleet != nil {
-		errs = append(errs, e.fleet.Close())
-	}
-	if e.cluster != nil {
-		errs = append(errs, e.cluster.Stop())
-	}
+	errs = append(errs, apiserverenv.Teardown(e.server, e.fleet, e.cluster))
 	if removeDir {
 		errs = append(errs, os.RemoveAll(e.dir))
 	}
@@ -509,120 +381,12 @@ func (e *Env) close(removeDir bool) error {
 // logTail is the end of the sandbox-apiserver's, kube-apiserver's and
 // etcd's logs.
 func (e *Env) logTail() string {
-	var b strings.Builder
-	if e.server != nil {
-		b.WriteString(e.server.logTail(60))
-	}
-	if e.cluster != nil {
-		b.WriteString(e.cluster.LogTail())
-	}
-	return b.String()
+	return apiserverenv.LogTails(e.server, serverLogTailLines, e.cluster)
 }
 
-// serverProcess is the sandbox-apiserver with its output in a log file.
-// It is started here rather than with testbin.StartProcess to know its pid.
-type serverProcess struct {
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	waitErr error
-}
-
-func startServer(binary, logPath string, args []string) (*serverProcess, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox-apiserver log: %w", err)
-	}
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "OPERATOR_LOG_LEVEL=info")
-	// The kernel kills it should this process die without cleaning up.
-	cmd.SysProcAttr = testbin.ChildSysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start sandbox-apiserver: %w", err)
-	}
-	p := &serverProcess{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-func (p *serverProcess) pid() int { return p.cmd.Process.Pid }
-
-// exitErr is nil while the process runs.
-func (p *serverProcess) exitErr() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("sandbox-apiserver exited: %v", p.waitErr)
-	default:
-		return nil
-	}
-}
-
-// stop sends SIGTERM, then SIGKILL after stopGrace, and waits; a server
-// that had died before is reported.
-func (p *serverProcess) stop() error {
-	if err := p.exitErr(); err != nil {
-		return fmt.Errorf("before stop: %w", err)
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopGrace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	return nil
-}
-
-// waitReady polls the server's /readyz over TLS, verifying its serving
-// certificate as the aggregator does.
-func (p *serverProcess) waitReady(ctx context.Context, addr, serverName string, caPEM []byte) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
-	last := "no answer yet"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		if err := p.exitErr(); err != nil {
-			return false, err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		resp.Body.Close()
-		last = resp.Status
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("sandbox-apiserver not ready (%s): %w", last, err)
-	}
-	return nil
-}
-
-// logTail returns the last n lines of the log, labelled.
-func (p *serverProcess) logTail(n int) string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return fmt.Sprintf("--- sandbox-apiserver log unreadable: %v\n", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return fmt.Sprintf("--- last %d lines of sandbox-apiserver (%s)\n%s\n", len(lines), p.logPath, strings.Join(lines, "\n"))
-}
+// serverLogTailLines is how much of the server's log a failed start or a
+// dead server shows.
+const serverLogTailLines = 60
 
 func randomHex(n int) (string, error) {
 	b := make([]byte, n)

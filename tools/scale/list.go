@@ -15,6 +15,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 )
 
 // listNamespace holds the list phase's synthetic sandboxes.
@@ -119,7 +121,7 @@ func runListPhase(ctx context.Context, e *Env, cfg Config, kubectl string, log f
 	}
 	p := &listPhase{
 		e: e, kubectl: kubectl, cacheDir: filepath.Join(e.dir, "kubectl-cache"),
-		counted: counted.Resource(sandboxGVR), pageSize: cfg.PageSize,
+		counted: counted.Resource(apiserverenv.SandboxGVR), pageSize: cfg.PageSize,
 		runs: cfg.Runs, nodes: cfg.Nodes, log: log,
 	}
 	methods := p.methods()
@@ -273,7 +275,7 @@ func (p *listPhase) measure(ctx context.Context, m listMethod, warmup bool) (Lis
 	if err := e.checkAlive(); err != nil {
 		return ListSample{}, err
 	}
-	_ = resetPeakRSS(e.server.pid())
+	_ = resetPeakRSS(e.server.Pid())
 	before, err := e.serverUsage()
 	if err != nil {
 		return ListSample{}, err
@@ -325,7 +327,7 @@ func (p *listPhase) runKubectl(ctx context.Context, s *ListSample, countPages bo
 		//   "Response" verb="GET" url="https://.../sandboxes?limit=500" status="200 OK" ...
 		for line := range strings.Lines(stderr.String()) {
 			if strings.Contains(line, `"Response"`) && strings.Contains(line, `verb="GET"`) &&
-				strings.Contains(line, "/apis/"+apiGroup+"/"+apiVersion+"/sandboxes") {
+				strings.Contains(line, "/apis/"+apiserverenv.Group+"/"+apiserverenv.Version+"/sandboxes") {
 				s.Pages++
 			}
 		}

@@ -45,6 +45,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tools/scale/proxybench"
 )
@@ -185,7 +186,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// Under bazel run the binaries' runfiles locations need a root; the
 	// relative --out means the user's directory, not the runfiles tree.
-	if err := resolveRunfiles(serverBinaryEnv, cluster.APIServerEnv, cluster.KubectlEnv, proxybench.ProxyBinaryEnv); err != nil {
+	if err := resolveRunfiles(apiserverenv.BinaryEnv, cluster.APIServerEnv, cluster.KubectlEnv, proxybench.ProxyBinaryEnv); err != nil {
 		fmt.Fprintf(stderr, "scale: %v\n", err)
 		return 2
 	}
@@ -311,12 +312,12 @@ func runPhases(ctx context.Context, f *flags, log func(string, ...any)) *Results
 		setup.ServerRSSBytes = u.RSSBytes
 	}
 	res.Setup = setup
-	res.Config.PeakRSSResetSupported = resetPeakRSS(e.server.pid()) == nil
+	res.Config.PeakRSSResetSupported = resetPeakRSS(e.server.Pid()) == nil
 	res.Config.KubeAPIServerPIDObserved = e.kubeAPIServerPID != 0
 	if v, err := e.cluster.Clientset().Discovery().ServerVersion(); err == nil {
 		res.Config.KubernetesVersion = v.GitVersion
 	}
-	log("environment up in %.1fs (server %s, e2b surface %s)", e.startup.Seconds(), e.server.logPath, e.e2bURL)
+	log("environment up in %.1fs (server %s, e2b surface %s)", e.startup.Seconds(), e.server.LogPath(), e.e2bURL)
 
 	for _, phase := range f.only {
 		if ctx.Err() != nil {

@@ -13,48 +13,30 @@ package apiserver_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
-	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
-// The aggregated API and where the test cluster routes it.
+// The aggregated API, as the tests spell it in paths.
 const (
-	group   = "agents.x-k8s.io"
-	version = "v1beta1"
-
-	apiNamespace   = "sandbox-system"
-	apiServiceName = "sandbox-apiserver"
-
-	binaryEnv = "SANDBOX_APISERVER"
-	binaryPkg = "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver"
+	group   = apiserverenv.Group
+	version = apiserverenv.Version
 )
 
 // Inventory timing: nodes publish every second and the server drops a node
@@ -102,14 +84,12 @@ const (
 	bigWarm   = 3
 )
 
-var sandboxGVR = schema.GroupVersionResource{Group: group, Version: version, Resource: "sandboxes"}
-
 // testEnv is the cluster, fleet and server every test shares.
 type testEnv struct {
 	dir     string
 	cluster *cluster.Cluster
 	fleet   *fleet.Fleet
-	server  *serverProcess
+	server  *apiserverenv.Server
 	// sandboxes is the admin's dynamic client for sandboxes.
 	sandboxes dynamic.NamespaceableResourceInterface
 	// raw is the admin's REST client, for subresources and for requests
@@ -156,7 +136,7 @@ func TestMain(m *testing.M) {
 func startEnv() (_ *testEnv, err error) {
 	// Locating (under go test: building) the binaries happens outside the
 	// start-up deadline, since a first build takes minutes.
-	binary, err := testbin.Locate(binaryEnv, binaryPkg, "")
+	binary, err := apiserverenv.Binary()
 	if err != nil {
 		return nil, err
 	}
@@ -187,78 +167,32 @@ func startEnv() (_ *testEnv, err error) {
 	if err := e.cluster.InstallCRDs(ctx, crds.NodeInventoryYAML); err != nil {
 		return nil, err
 	}
-	e.sandboxes = e.cluster.Dynamic().Resource(sandboxGVR)
+	e.sandboxes = e.cluster.Dynamic().Resource(apiserverenv.SandboxGVR)
 	e.raw = e.cluster.Clientset().Discovery().RESTClient()
 
-	tokenFile, token, err := writeToken(dir)
+	tokenFile, token, err := apiserverenv.WriteSandboxdToken(dir)
 	if err != nil {
 		return nil, err
 	}
 	if e.fleet, err = startFleet(e.cluster.Dynamic(), token); err != nil {
 		return nil, err
 	}
-
-	dnsName := apiServiceName + "." + apiNamespace + ".svc"
-	certs, err := cluster.NewServingCerts(dir, dnsName)
-	if err != nil {
+	if e.server, err = apiserverenv.Start(ctx, e.cluster, apiserverenv.Options{
+		Binary:              binary,
+		Dir:                 dir,
+		SandboxdTokenFile:   tokenFile,
+		InventoryStaleAfter: staleAfter,
+	}); err != nil {
 		return nil, err
 	}
-	addr, err := e.cluster.RegisterAPIService(ctx, cluster.APIServiceSpec{
-		Group: group, Version: version,
-		Namespace: apiNamespace, ServiceName: apiServiceName,
-		CABundle: certs.CAPEM,
-	})
-	if err != nil {
+	if err := e.server.WaitReady(ctx); err != nil {
 		return nil, err
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("APIService address %q: %w", addr, err)
-	}
-	kubeconfig := e.cluster.Kubeconfig()
-	e.server, err = startServer(binary, filepath.Join(dir, "sandbox-apiserver.log"), []string{
-		"--bind-address=" + host,
-		"--secure-port=" + port,
-		"--tls-cert-file=" + certs.CertFile,
-		"--tls-private-key-file=" + certs.KeyFile,
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--sandboxd-token-file=" + tokenFile,
-		"--inventory-stale-after=" + staleAfter.String(),
-		// The tests set the fleet's pools themselves. The warm-pool driver
-		// would manage them from SandboxWarmPool objects, whose CRD this
-		// cluster does not serve.
-		"--enable-warm-pool-driver=false",
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := e.cluster.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(group, version)); err != nil {
-		return nil, err
-	}
-	if err := e.server.waitReady(ctx, addr, dnsName, certs.CAPEM); err != nil {
-		return nil, err
-	}
-	if err := e.waitFleetPublished(ctx); err != nil {
+	// The nodes keep one or two pools each (see startFleet): no minimum.
+	if err := apiserverenv.WaitFleetPublished(ctx, e.cluster.Dynamic(), e.fleet, 0); err != nil {
 		return nil, err
 	}
 	return e, nil
-}
-
-// writeToken writes a fresh sandboxd root token to a file, as a Secret
-// mount would hold it.
-func writeToken(dir string) (path, token string, err error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", "", fmt.Errorf("generate sandboxd token: %w", err)
-	}
-	token = hex.EncodeToString(b)
-	path = filepath.Join(dir, "sandboxd-token")
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", "", fmt.Errorf("write sandboxd token: %w", err)
-	}
-	return path, token, nil
 }
 
 func startFleet(client dynamic.Interface, token string) (*fleet.Fleet, error) {
@@ -289,40 +223,8 @@ func startFleet(client dynamic.Interface, token string) (*fleet.Fleet, error) {
 	return f, nil
 }
 
-// waitFleetPublished waits until every node's NodeInventory shows its
-// pools full, so the first create finds the capacity the layout promises.
-func (e *testEnv) waitFleetPublished(ctx context.Context) error {
-	api := e.cluster.Dynamic().Resource(v1beta1.NodeInventoryGVR)
-	last := "nothing published"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		for _, n := range e.fleet.Nodes() {
-			u, err := api.Get(ctx, n.Name(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				last = n.Name() + " has not published"
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			pools, _, _ := unstructuredSlice(u.Object, "pools")
-			for _, p := range pools {
-				pm, _ := p.(map[string]any)
-				warm, _ := pm["warm"].(int64)
-				target, _ := pm["target"].(int64)
-				if warm == 0 || warm < target {
-					last = fmt.Sprintf("%s publishes pool %v", n.Name(), pm)
-					return false, nil
-				}
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("fleet inventory (%s): %w", last, err)
-	}
-	return nil
-}
-
+// unstructuredSlice is obj[field] as a list, whether it is there, and an
+// error when it is something else.
 func unstructuredSlice(obj map[string]any, field string) ([]any, bool, error) {
 	v, ok := obj[field]
 	if !ok {
@@ -338,32 +240,12 @@ func unstructuredSlice(obj map[string]any, field string) ([]any, bool, error) {
 // stop stops the server, the fleet and the cluster, and removes the
 // directory.
 func (e *testEnv) stop() error {
-	var errs []error
-	if e.server != nil {
-		errs = append(errs, e.server.stop())
-	}
-	if e.fleet != nil {
-		errs = append(errs, e.fleet.Close())
-	}
-	if e.cluster != nil {
-		errs = append(errs, e.cluster.Stop())
-	}
-	errs = append(errs, os.RemoveAll(e.dir))
-	return errors.Join(errs...)
+	return errors.Join(apiserverenv.Teardown(e.server, e.fleet, e.cluster), os.RemoveAll(e.dir))
 }
 
 // logTail is the end of the sandbox-apiserver's, kube-apiserver's and
 // etcd's logs.
-func (e *testEnv) logTail() string {
-	var b strings.Builder
-	if e.server != nil {
-		b.WriteString(e.server.logTail())
-	}
-	if e.cluster != nil {
-		b.WriteString(e.cluster.LogTail())
-	}
-	return b.String()
-}
+func (e *testEnv) logTail() string { return apiserverenv.LogTails(e.server, logTailLines, e.cluster) }
 
 // claimed is the number of live claims on the fleet's live nodes.
 func (e *testEnv) claimed() int {
@@ -415,62 +297,8 @@ func (e *testEnv) userClients(tb testing.TB, user string) (dynamic.Namespaceable
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return dyn.Resource(sandboxGVR), cs
+	return dyn.Resource(apiserverenv.SandboxGVR), cs
 }
-
-// serverProcess is the sandbox-apiserver binary running with its output in
-// a log file.
-// stopGrace is how long the server gets to shut down after SIGTERM.
-const stopGrace = 20 * time.Second
-
-// serverProcess is the sandbox-apiserver under test.
-type serverProcess struct{ *testbin.Process }
-
-func startServer(binary, logPath string, args []string) (*serverProcess, error) {
-	p, err := testbin.StartProcess("sandbox-apiserver", binary, logPath, args, []string{"OPERATOR_LOG_LEVEL=info"})
-	if err != nil {
-		return nil, err
-	}
-	return &serverProcess{p}, nil
-}
-
-// waitReady polls the server's /readyz (which includes inventory-synced)
-// over TLS, verifying the serving certificate as the aggregator does. It
-// ends early when the process exits.
-func (p *serverProcess) waitReady(ctx context.Context, addr, serverName string, caPEM []byte) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
-	last := "no answer yet"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		if err := p.ExitErr(); err != nil {
-			return false, err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		resp.Body.Close()
-		last = resp.Status
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("sandbox-apiserver not ready (%s): %w", last, err)
-	}
-	return nil
-}
-
-// stop stops the server; a server that had already died is an error.
-func (p *serverProcess) stop() error { return p.Stop(stopGrace) }
 
 // logTailLines is how much of the server's log a failure shows.
 const logTailLines = 80
-
-func (p *serverProcess) logTail() string { return p.LogTail(logTailLines) }
