@@ -192,6 +192,8 @@ func startEnv(ctx context.Context, opts envOptions) (_ *Env, err error) {
 		SandboxdTokenFile:   tokenFile,
 		InventoryStaleAfter: staleAfter,
 		ExtraArgs: []string{
+			// The list phase also asks for CBOR.
+			"--feature-gates=CBORServingAndStorage=true",
 			"--enable-e2b-api",
 			"--e2b-bind-address=" + e2bAddr,
 			"--e2b-api-key-file=" + keyFile,

@@ -13,6 +13,12 @@ import (
 	"strings"
 	"time"
 
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
@@ -108,10 +114,13 @@ type listPhase struct {
 	kubectl  string
 	cacheDir string
 	counted  dynamic.NamespaceableResourceInterface
-	pageSize int
-	runs     int
-	nodes    int
-	log      func(format string, args ...any)
+	// countedRaw is a REST client through the byte counter, for the CBOR
+	// list (the dynamic client speaks JSON only).
+	countedRaw rest.Interface
+	pageSize   int
+	runs       int
+	nodes      int
+	log        func(format string, args ...any)
 }
 
 func runListPhase(ctx context.Context, e *Env, cfg Config, kubectl string, log func(string, ...any)) (*ListResults, error) {
@@ -119,9 +128,13 @@ func runListPhase(ctx context.Context, e *Env, cfg Config, kubectl string, log f
 	if err != nil {
 		return nil, err
 	}
+	cs, err := kubernetes.NewForConfig(e.countedConfig)
+	if err != nil {
+		return nil, err
+	}
 	p := &listPhase{
 		e: e, kubectl: kubectl, cacheDir: filepath.Join(e.dir, "kubectl-cache"),
-		counted: counted.Resource(apiserverenv.SandboxGVR), pageSize: cfg.PageSize,
+		counted: counted.Resource(apiserverenv.SandboxGVR), countedRaw: cs.Discovery().RESTClient(), pageSize: cfg.PageSize,
 		runs: cfg.Runs, nodes: cfg.Nodes, log: log,
 	}
 	methods := p.methods()
@@ -164,6 +177,22 @@ func (p *listPhase) methods() []listMethod {
 				list, err := p.counted.List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return err
+				}
+				s.Items, s.Pages = len(list.Items), 1
+				return nil
+			},
+		},
+		{
+			info: MethodInfo{"client-go-unpaged-cbor", "the same list asked for as application/cbor (sandbox-apiserver runs with --feature-gates=CBORServingAndStorage=true) and decoded into typed Sandboxes"},
+			run: func(ctx context.Context, s *ListSample, _ func() (time.Duration, int64), _ bool) error {
+				body, err := p.countedRaw.Get().AbsPath("/apis", apiserverenv.Group, apiserverenv.Version, "sandboxes").
+					SetHeader("Accept", "application/cbor").DoRaw(ctx)
+				if err != nil {
+					return err
+				}
+				var list agentsv1beta1.SandboxList
+				if _, _, err := cborSerializer.Decode(body, nil, &list); err != nil {
+					return fmt.Errorf("decode the CBOR list: %w", err)
 				}
 				s.Items, s.Pages = len(list.Items), 1
 				return nil
@@ -381,3 +410,12 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// cborSerializer decodes the CBOR list.
+var cborSerializer = func() kruntime.Serializer {
+	scheme := kruntime.NewScheme()
+	if err := agentsv1beta1.AddToScheme(scheme); err != nil {
+		panic(fmt.Sprintf("agents.x-k8s.io scheme: %v", err))
+	}
+	return cbor.NewSerializer(scheme, scheme)
+}()

@@ -377,11 +377,11 @@ func printSummary(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "setup: %.1fs (cluster %.1fs); sandbox-apiserver idle RSS %d MiB\n", r.Setup.TotalSeconds, r.Setup.ClusterSeconds, r.Setup.ServerRSSBytes>>20)
 	}
 	if r.List != nil {
-		fmt.Fprintln(w, "\nlist (median)      sandboxes   wall(s)   bytes-down  pages  server-cpu(s)  rss(MiB)  peak(MiB)")
+		fmt.Fprintln(w, "\nlist (median)          sandboxes   wall(s)   bytes-down  pages  server-cpu(s)  rss(MiB)  peak(MiB)")
 		for _, lv := range r.List.Levels {
 			for _, m := range lv.Methods {
 				s := m.Median
-				fmt.Fprintf(w, "  %-18s %9d  %8.3f  %11d  %5d  %13.2f  %8d  %9d\n",
+				fmt.Fprintf(w, "  %-22s %9d  %8.3f  %11d  %5d  %13.2f  %8d  %9d\n",
 					m.Method, lv.Sandboxes, s.WallSeconds, s.BytesDown, s.Pages, s.ServerCPUSeconds, s.ServerRSSBytes>>20, s.ServerPeakRSSBytes>>20)
 			}
 		}

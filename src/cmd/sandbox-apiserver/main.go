@@ -14,6 +14,8 @@ import (
 	"os"
 	"time"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -88,6 +90,9 @@ func (o *options) flagSet() *pflag.FlagSet {
 	fs.BoolVar(&o.enableE2B, "enable-e2b-api", o.enableE2B,
 		"Serve the e2b-compatible REST surface, so an unmodified e2b SDK can claim from the same warm pools (point E2B_API_URL at it).")
 	o.e2b.AddFlags(fs)
+	// The generic apiserver's gates, e.g. CBORServingAndStorage, which
+	// makes the server answer application/cbor (docs/performance.md).
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 	return fs
 }
 

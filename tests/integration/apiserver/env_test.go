@@ -182,6 +182,8 @@ func startEnv() (_ *testEnv, err error) {
 		Dir:                 dir,
 		SandboxdTokenFile:   tokenFile,
 		InventoryStaleAfter: staleAfter,
+		// Serve CBOR besides JSON (TestListCBOR).
+		ExtraArgs: []string{"--feature-gates=CBORServingAndStorage=true"},
 	}); err != nil {
 		return nil, err
 	}
