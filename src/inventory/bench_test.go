@@ -2,6 +2,7 @@ package inventory_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	clocktesting "k8s.io/utils/clock/testing"
@@ -59,5 +60,50 @@ func BenchmarkList(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// liveHeap is the heap in use after two collections.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkHeldMemory measures what holding 50 000 sandboxes (20 nodes)
+// costs: "cache-B/sandbox" is the NodeInventory objects as the informer
+// caches them (typed, after Compact), "store-B/sandbox" the store's
+// entries, indexes and sorted lists on top.
+func BenchmarkHeldMemory(b *testing.B) {
+	const total, nodes = 50000, 20
+	for b.Loop() {
+		before := liveHeap()
+		var invs []*v1beta1.NodeInventory
+		for n := range nodes {
+			var entries []v1beta1.InventoryEntry
+			for i := n; i < total; i += nodes {
+				entries = append(entries, entry(fmt.Sprintf("ns-%d/sb-%d", i%50, i), fmt.Sprintf("sb_%08x", i), v1beta1.SandboxPhaseRunning))
+			}
+			invs = append(invs, inv(fmt.Sprintf("node-%d", n), t0, entries...))
+		}
+		cached := liveHeap()
+		src := &handlerSource{}
+		s, err := inventory.New(inventory.Config{Source: src, Clock: clocktesting.NewFakeClock(t0)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range invs {
+			src.OnAdd(o, true)
+		}
+		if len(s.Sorted("")) != total || len(s.Sorted("ns-7")) != total/50 {
+			b.Fatal("the store does not list every sandbox")
+		}
+		stored := liveHeap()
+		b.ReportMetric(float64(cached-before)/total, "cache-B/sandbox")
+		b.ReportMetric(float64(stored-cached)/total, "store-B/sandbox")
+		runtime.KeepAlive(invs)
+		runtime.KeepAlive(s)
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -371,10 +374,15 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 
 	b.driverLog.logf = cfg.Logf
+	driverLogger := slog.New(slog.NewTextHandler(&b.driverLog, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// controller-runtime logs through its own global logger, and prints a
+	// stack trace when nothing was set: give it the driver's, as
+	// sandbox-apiserver does.
+	ctrllog.SetLogger(logr.FromSlogHandler(driverLogger.Handler()))
 	b.driver, err = warmpool.New(warmpool.Config{
 		RESTConfig: c.AdminConfig(), Nodes: nodes, Token: token,
 		SyncInterval: cfg.SyncInterval, LeaseNamespace: b.ns, Identity: "scale-fill-" + b.suffix,
-		Logger: slog.New(slog.NewTextHandler(&b.driverLog, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: driverLogger,
 	})
 	if err != nil {
 		return fmt.Errorf("building the warm-pool driver: %w", err)
