@@ -364,13 +364,7 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 	}
 	start := 0
 	if after != nil {
-		start = len(all)
-		for i := range all {
-			if after.before(all[i].StartedAt, all[i].SandboxID, desc) {
-				start = i
-				break
-			}
-		}
+		start = sandbox.ResumeAfter(all, *after, func(l listedSandbox, c cursor) int { return c.compare(l.StartedAt, l.SandboxID, desc) })
 	}
 	page := all[start:min(start+limit, len(all))]
 	if start+limit < len(all) {
@@ -409,8 +403,8 @@ func parseLimit(w http.ResponseWriter, raw string) (int, bool) {
 }
 
 // cursor is the last item of a page: its start time and id. The next page
-// starts after it in the list's order, so items created or removed
-// between pages never shift it.
+// starts after it in the list's order (sandbox.ResumeAfter), so items
+// created or removed between pages never shift it.
 type cursor struct {
 	at time.Time
 	id string
@@ -436,13 +430,15 @@ func parseCursor(s string) (cursor, error) {
 	return cursor{at: time.Unix(0, n).UTC(), id: id}, nil
 }
 
-// before reports whether the item (at, id) comes after the cursor.
-func (c cursor) before(at time.Time, id string, desc bool) bool {
+// compare orders the item (at, id) against the cursor in the list's order:
+// negative when it comes before, so sandbox.ResumeAfter finds where the
+// next page starts.
+func (c cursor) compare(at time.Time, id string, desc bool) int {
 	o := cmp.Or(at.Compare(c.at), strings.Compare(id, c.id))
 	if desc {
-		return o < 0
+		return -o
 	}
-	return o > 0
+	return o
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {

@@ -92,8 +92,11 @@ func (s *Server) namespaceCheckpoints(w http.ResponseWriter, ctx context.Context
 			}
 		}
 	}
+	// Newest first, ties by id, both descending: the order the page
+	// cursor resumes in (an ascending tie-break skipped snapshots made in
+	// the same instant as a page's last one).
 	slices.SortFunc(out, func(a, b sandboxd.Checkpoint) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+		return -cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	return out, true
 }
@@ -132,13 +135,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	start := 0
 	if after != nil {
-		start = len(matched)
-		for i, ck := range matched {
-			if after.before(ck.CreatedAt, ck.ID, true) {
-				start = i
-				break
-			}
-		}
+		start = sandbox.ResumeAfter(matched, *after, func(ck sandboxd.Checkpoint, c cursor) int { return c.compare(ck.CreatedAt, ck.ID, true) })
 	}
 	page := matched[start:min(start+limit, len(matched))]
 	out := make([]snapshotInfo, 0, len(page))

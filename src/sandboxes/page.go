@@ -16,12 +16,10 @@ import (
 
 // ListOptions narrows and pages a list.
 //
-// A paged list is ordered by namespace, then name, and each page resumes
-// after the last sandbox the previous one returned, read from the view as
-// it is when the page is asked for. So across a fleet that changes while a
-// client pages, no sandbox is listed twice, and a sandbox that exists for
-// the whole paging is listed exactly once; one created or released in
-// between may or may not be. A client that needs every change follows the
+// A paged list is ordered by namespace, then name, and pages as every
+// front does (sandbox.ResumeAfter): no sandbox is listed twice, and a
+// sandbox that exists for the whole paging is listed exactly once; one
+// created or released in between may or may not be. A client that needs every change follows the
 // list with a watch from the first page's revision (what informers do),
 // which replays everything that happened while it paged.
 type ListOptions struct {
@@ -132,18 +130,8 @@ func compareRef(e *inventory.Entry, ref sandbox.ClaimRef) int {
 func (l *listing) walk(after sandbox.ClaimRef, fn func(*view) bool) (stopped bool, remaining int) {
 	i, j := 0, 0
 	if after != (sandbox.ClaimRef{}) {
-		i, _ = slices.BinarySearchFunc(l.entries, after, func(e inventory.Entry, ref sandbox.ClaimRef) int {
-			if c := compareRef(&e, ref); c != 0 {
-				return c
-			}
-			return -1 // equal sorts before: the search lands after it
-		})
-		j, _ = slices.BinarySearchFunc(l.overlays, after, func(ov *overlay, ref sandbox.ClaimRef) int {
-			if c := compareRef(&ov.entry, ref); c != 0 {
-				return c
-			}
-			return -1
-		})
+		i = sandbox.ResumeAfter(l.entries, after, func(e inventory.Entry, ref sandbox.ClaimRef) int { return compareRef(&e, ref) })
+		j = sandbox.ResumeAfter(l.overlays, after, func(ov *overlay, ref sandbox.ClaimRef) int { return compareRef(&ov.entry, ref) })
 	}
 	for i < len(l.entries) || j < len(l.overlays) {
 		var inv *inventory.Entry
