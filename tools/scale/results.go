@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
 
 	"github.com/cocoonstack/sandbox-operator/tools/scale/fill"
 	"github.com/cocoonstack/sandbox-operator/tools/scale/proxybench"
@@ -103,24 +104,10 @@ type Distribution struct {
 	Max   float64 `json:"max"`
 }
 
-// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
-// sorted, which must be in ascending order; 0 for no samples.
-func percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	rank = min(max(rank, 1), n)
-	return sorted[rank-1]
-}
-
-// median is the nearest-rank median of samples (for an even count, the
-// lower of the middle two); samples is not modified.
 func median(samples []float64) float64 {
 	s := slices.Clone(samples)
 	slices.Sort(s)
-	return percentile(s, 50)
+	return stats.Percentile(s, 50)
 }
 
 // summarize returns the distribution of samples; samples is not modified.
@@ -138,9 +125,9 @@ func summarize(samples []float64) Distribution {
 		Count: len(s),
 		Min:   s[0],
 		Mean:  sum / float64(len(s)),
-		P50:   percentile(s, 50),
-		P95:   percentile(s, 95),
-		P99:   percentile(s, 99),
+		P50:   stats.Percentile(s, 50),
+		P95:   stats.Percentile(s, 95),
+		P99:   stats.Percentile(s, 99),
 		Max:   s[len(s)-1],
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"testing"
+
+	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
 )
 
 func TestPercentile(t *testing.T) {
@@ -13,14 +15,14 @@ func TestPercentile(t *testing.T) {
 	}{
 		{1, 1}, {10, 1}, {11, 2}, {50, 5}, {51, 6}, {95, 10}, {99, 10}, {100, 10},
 	} {
-		if got := percentile(sorted, tc.p); got != tc.want {
-			t.Errorf("percentile(1..10, %v) = %v, want %v", tc.p, got, tc.want)
+		if got := stats.Percentile(sorted, tc.p); got != tc.want {
+			t.Errorf("stats.Percentile(1..10, %v) = %v, want %v", tc.p, got, tc.want)
 		}
 	}
-	if got := percentile(nil, 50); got != 0 {
+	if got := stats.Percentile([]float64(nil), 50); got != 0 {
 		t.Errorf("percentile of nothing = %v, want 0", got)
 	}
-	if got := percentile([]float64{7}, 99); got != 7 {
+	if got := stats.Percentile([]float64{7}, 99); got != 7 {
 		t.Errorf("percentile of one sample = %v, want 7", got)
 	}
 	// 100 samples: p99 is the 99th, not the maximum.
@@ -28,7 +30,7 @@ func TestPercentile(t *testing.T) {
 	for i := range hundred {
 		hundred[i] = float64(i + 1)
 	}
-	if got := percentile(hundred, 99); got != 99 {
+	if got := stats.Percentile(hundred, 99); got != 99 {
 		t.Errorf("p99 of 1..100 = %v, want 99", got)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
+
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -254,12 +256,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			i+1, cfg.Runs, cfg.Nodes, r.TargetS, r.WarmS, r.Writes.Total, r.DriverPuts, r.Poll.PeriodMs, r.StatusS, r.WritesToStatus.Total, r.DrainS)
 		res.Runs = append(res.Runs, r)
 	}
-	res.TargetMedianS = median(collect(res.Runs, func(r RunResult) float64 { return r.TargetS }))
-	res.WarmMedianS = median(collect(res.Runs, func(r RunResult) float64 { return r.WarmS }))
-	res.WritesMedian = int(median(collect(res.Runs, func(r RunResult) float64 { return float64(r.Writes.Total) })))
-	res.StatusMedianS = median(collect(res.Runs, func(r RunResult) float64 { return r.StatusS }))
-	res.WritesToStatusMedian = int(median(collect(res.Runs, func(r RunResult) float64 { return float64(r.WritesToStatus.Total) })))
-	res.PollPeriodMedianMs = median(collect(res.Runs, func(r RunResult) float64 { return r.Poll.PeriodMs }))
+	res.TargetMedianS = stats.Median(collect(res.Runs, func(r RunResult) float64 { return r.TargetS }))
+	res.WarmMedianS = stats.Median(collect(res.Runs, func(r RunResult) float64 { return r.WarmS }))
+	res.WritesMedian = int(stats.Median(collect(res.Runs, func(r RunResult) float64 { return float64(r.Writes.Total) })))
+	res.StatusMedianS = stats.Median(collect(res.Runs, func(r RunResult) float64 { return r.StatusS }))
+	res.WritesToStatusMedian = int(stats.Median(collect(res.Runs, func(r RunResult) float64 { return float64(r.WritesToStatus.Total) })))
+	res.PollPeriodMedianMs = stats.Median(collect(res.Runs, func(r RunResult) float64 { return r.Poll.PeriodMs }))
 	return res, nil
 }
 
@@ -619,20 +621,6 @@ func shareRange(want map[string]int, names []string) (lo, hi int) {
 		hi = max(hi, s)
 	}
 	return lo, hi
-}
-
-// median of xs, the mean of the middle two for an even count; 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
 }
 
 func collect[T any](items []T, f func(T) float64) []float64 {

@@ -3,6 +3,8 @@ package fill
 import (
 	"maps"
 	"testing"
+
+	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
 )
 
 const exposition = `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
@@ -84,8 +86,8 @@ func TestMedian(t *testing.T) {
 		{[]float64{5, 1, 3}, 3},
 		{[]float64{4, 1, 3, 2}, 2.5},
 	} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		if got := stats.Median(tc.in); got != tc.want {
+			t.Errorf("stats.Median(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }

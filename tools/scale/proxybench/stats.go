@@ -1,9 +1,10 @@
 package proxybench
 
 import (
-	"math"
 	"slices"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
 )
 
 // Latency summarizes a series of request durations.
@@ -35,20 +36,13 @@ func summarize(samples []time.Duration) Latency {
 	}
 	return Latency{
 		Count:  len(s),
-		P50Ms:  ms(percentile(s, 50)),
-		P95Ms:  ms(percentile(s, 95)),
-		P99Ms:  ms(percentile(s, 99)),
+		P50Ms:  ms(stats.Percentile(s, 50)),
+		P95Ms:  ms(stats.Percentile(s, 95)),
+		P99Ms:  ms(stats.Percentile(s, 99)),
 		MeanMs: ms(sum / time.Duration(len(s))),
 		MinMs:  ms(s[0]),
 		MaxMs:  ms(s[len(s)-1]),
 	}
-}
-
-// percentile is the nearest-rank p-th percentile of sorted, which must
-// not be empty.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
 // Throughput is a bulk transfer's rate over several repeats, in MB/s
@@ -63,7 +57,7 @@ func throughput(bytes int64, durations []time.Duration) Throughput {
 	for _, d := range durations {
 		t.RunsMBps = append(t.RunsMBps, mbps(bytes, d))
 	}
-	t.MedianMBps = median(t.RunsMBps)
+	t.MedianMBps = stats.Median(t.RunsMBps)
 	return t
 }
 
@@ -72,20 +66,6 @@ func mbps(bytes int64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(bytes) / 1e6 / d.Seconds()
-}
-
-// median of xs, the mean of the middle two for an even count; 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
 }
 
 // ratio is a/b, or 0 when b is 0.

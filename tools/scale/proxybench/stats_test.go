@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -24,14 +26,14 @@ func TestPercentileNearestRank(t *testing.T) {
 		{100, 100 * time.Millisecond},
 		{0, 1 * time.Millisecond},
 	} {
-		if got := percentile(s, tc.p); got != tc.want {
+		if got := stats.Percentile(s, tc.p); got != tc.want {
 			t.Errorf("p%v = %v, want %v", tc.p, got, tc.want)
 		}
 	}
 	// Few samples: p99 of three is the largest, p50 the middle one.
 	three := []time.Duration{1, 2, 3}
-	if percentile(three, 99) != 3 || percentile(three, 50) != 2 {
-		t.Errorf("p99, p50 of %v = %v, %v", three, percentile(three, 99), percentile(three, 50))
+	if stats.Percentile(three, 99) != 3 || stats.Percentile(three, 50) != 2 {
+		t.Errorf("p99, p50 of %v = %v, %v", three, stats.Percentile(three, 99), stats.Percentile(three, 50))
 	}
 }
 
@@ -51,7 +53,7 @@ func TestThroughput(t *testing.T) {
 	if got.MedianMBps != 100 || len(got.RunsMBps) != 3 || got.RunsMBps[1] != 50 || got.RunsMBps[2] != 200 {
 		t.Errorf("got %+v", got)
 	}
-	if median([]float64{1, 2, 3, 4}) != 2.5 || median(nil) != 0 {
+	if stats.Median([]float64{1, 2, 3, 4}) != 2.5 || stats.Median(nil) != 0 {
 		t.Error("median of an even or empty series")
 	}
 	if ratio(1, 0) != 0 || ratio(1, 4) != 0.25 {
