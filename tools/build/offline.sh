@@ -30,6 +30,9 @@ mkdir -p "$work" "$rootfs"
 [[ $(id -u) -eq 0 ]] || die "provisioning Bazel needs root (debootstrap, chroot, unshare); run as root or use bazelisk"
 command -v go >/dev/null || die "a Go toolchain on PATH is needed to fetch modules from the Go module proxy"
 gomodcache=$(go env GOMODCACHE)
+# The cache is bind-mounted into the root; on a machine that never fetched
+# a module it does not exist yet.
+mkdir -p "$gomodcache"
 
 # Bumped whenever the layout of the provisioned root changes; a root made
 # under another layout is rebuilt.
