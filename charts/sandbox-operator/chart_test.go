@@ -181,6 +181,8 @@ var scenarios = map[string][]string{
 	"e2b-full":           with(e2bSets, "apiserver.e2b.envdVersion=0.8.1", "apiserver.e2b.defaultTimeoutSeconds=600", "apiserver.e2b.createLimits.rate=2.5", "apiserver.e2b.createLimits.burst=10", "apiserver.e2b.createLimits.maxSandboxes=0", "apiserver.e2b.templateAliases[0]=base img:1 small", "envdProxy.tlsSecretName=wildcard-tls", "envdProxy.namespace=team-a"),
 	"no-cert-manager":    {"certManager.enabled=false", "certManager.caBundle=Q0EK"},
 	"no-token-no-driver": {"apiserver.warmPoolDriver=false", "apiserver.sandboxdToken.secretName="},
+	"e2b-builds-dir":     buildsDirSets,
+	"e2b-builds-s3":      buildsS3Sets,
 }
 
 // TestObjectsDecodeStrictly decodes every object of a kind the Kubernetes
@@ -354,15 +356,6 @@ func TestRBAC(t *testing.T) {
 	}
 }
 
-// TestBuildsAreRefused: the template build API is not implemented, so the
-// chart refuses to enable it rather than render flags the binary rejects.
-func TestBuildsAreRefused(t *testing.T) {
-	_, err := render(t, with(e2bSets, "apiserver.e2b.builds.enabled=true")...)
-	if err == nil || !strings.Contains(err.Error(), "apiserver.e2b.builds.enabled: the e2b template build API (--e2b-builds) is not implemented") {
-		t.Fatalf("render with builds enabled: %v", err)
-	}
-}
-
 func TestAPIServiceShadowsTheSandboxCRD(t *testing.T) {
 	objs := mustRender(t)
 	api := find(t, objs, "APIService", "v1beta1.agents.x-k8s.io")
@@ -419,4 +412,394 @@ func grants(role *unstructured.Unstructured, group, resource, verb string) bool 
 		}
 	}
 	return false
+}
+
+// The template build API (apiserver.e2b.builds) with each of its stores.
+var (
+	buildsDirSets = with(e2bSets,
+		"apiserver.e2b.builds.enabled=true",
+		"apiserver.e2b.builds.dir.existingClaim=e2b-build-files")
+	buildsS3Sets = with(e2bSets,
+		"apiserver.e2b.builds.enabled=true",
+		"apiserver.e2b.builds.s3.bucket=template-files",
+		"apiserver.e2b.builds.s3.prefix=prod",
+		"apiserver.e2b.builds.s3.endpoint=https://minio.example.com",
+		"apiserver.e2b.builds.s3.region=eu-west-1",
+		"apiserver.e2b.builds.s3.forcePathStyle=true",
+		"apiserver.e2b.builds.s3.credentialsSecret=build-store-aws")
+)
+
+// defaultBuildDir is the chart's default apiserver.e2b.builds.dir.mountPath.
+const defaultBuildDir = "/var/lib/sandbox-apiserver/e2b-builds"
+
+// apiserverArgs is the apiserver container's command line.
+func apiserverArgs(t *testing.T, objs []object) []string {
+	t.Helper()
+	args, _, _ := unstructured.NestedStringSlice(container(t, find(t, objs, "Deployment", "sandbox-apiserver")), "args")
+	return args
+}
+
+// buildArgs are the args of the template build API, in rendered order.
+func buildArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--e2b-build") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func assertArgs(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\n got: %s\nwant: %s", what, strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
+
+// affinity returns a Service's sessionAffinity and, when set, its ClientIP
+// timeout (-1 when the Service carries no sessionAffinityConfig).
+func affinity(svc *unstructured.Unstructured) (string, int64) {
+	kind, _, _ := unstructured.NestedString(svc.Object, "spec", "sessionAffinity")
+	timeout, found, _ := unstructured.NestedFieldNoCopy(svc.Object, "spec", "sessionAffinityConfig", "clientIP", "timeoutSeconds")
+	if !found {
+		return kind, -1
+	}
+	switch v := timeout.(type) {
+	case float64:
+		return kind, int64(v)
+	case int64:
+		return kind, v
+	}
+	return kind, -2
+}
+
+func podVolumes(d *unstructured.Unstructured) []map[string]any {
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	out := make([]map[string]any, 0, len(vols))
+	for _, v := range vols {
+		out = append(out, v.(map[string]any))
+	}
+	return out
+}
+
+// claimVolumes maps the name of each PersistentVolumeClaim volume to its claim.
+func claimVolumes(d *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for _, v := range podVolumes(d) {
+		if claim, ok, _ := unstructured.NestedString(v, "persistentVolumeClaim", "claimName"); ok {
+			out[v["name"].(string)] = claim
+		}
+	}
+	return out
+}
+
+func volumeNames(d *unstructured.Unstructured) []string {
+	var names []string
+	for _, v := range podVolumes(d) {
+		names = append(names, v["name"].(string))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// envVar returns the env entry called name of a Deployment's container, or nil.
+func envVar(t *testing.T, d *unstructured.Unstructured, name string) map[string]any {
+	t.Helper()
+	env, _, _ := unstructured.NestedSlice(container(t, d), "env")
+	for _, e := range env {
+		if m := e.(map[string]any); m["name"] == name {
+			return m
+		}
+	}
+	return nil
+}
+
+var awsEnv = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+
+// assertAggregatedServiceUnpinned: the APIService's Service never carries a
+// session affinity, whatever the e2b surface needs.
+func assertAggregatedServiceUnpinned(t *testing.T, objs []object) {
+	t.Helper()
+	svc := find(t, objs, "Service", "sandbox-apiserver")
+	spec, _, _ := unstructured.NestedMap(svc.Object, "spec")
+	for _, field := range []string{"sessionAffinity", "sessionAffinityConfig"} {
+		if v, ok := spec[field]; ok {
+			t.Errorf("Service sandbox-apiserver (the aggregated API) sets %s = %v", field, v)
+		}
+	}
+}
+
+func TestBuildsWithDirStore(t *testing.T) {
+	objs := mustRender(t, buildsDirSets...)
+	assertObjects(t, objs, sorted(defaultObjects, e2bObjects))
+
+	// Every build flag is passed, the defaults included, and no S3 one.
+	args := apiserverArgs(t, objs)
+	assertArgs(t, "build args", buildArgs(args), []string{
+		"--e2b-builds=true",
+		"--e2b-build-parallel=2",
+		"--e2b-build-timeout=30m",
+		"--e2b-build-log-lines=10000",
+		"--e2b-build-dir=" + defaultBuildDir,
+		"--e2b-build-upload-max=1073741824",
+	})
+	if !slices.Contains(args, "--enable-e2b-api=true") {
+		t.Errorf("builds on without --enable-e2b-api=true: %q", args)
+	}
+
+	// The claim is mounted, writable, where --e2b-build-dir points.
+	d := find(t, objs, "Deployment", "sandbox-apiserver")
+	claims := claimVolumes(d)
+	if len(claims) != 1 || claims["e2b-builds"] != "e2b-build-files" {
+		t.Fatalf("claim volumes %v, want e2b-builds -> e2b-build-files", claims)
+	}
+	mounts, _, _ := unstructured.NestedSlice(container(t, d), "volumeMounts")
+	var mount map[string]any
+	for _, m := range mounts {
+		if m.(map[string]any)["name"] == "e2b-builds" {
+			mount = m.(map[string]any)
+		}
+	}
+	if mount == nil || mount["mountPath"] != defaultBuildDir {
+		t.Fatalf("the build store is mounted as %v, want at %s", mount, defaultBuildDir)
+	}
+	if ro, _ := mount["readOnly"].(bool); ro {
+		t.Error("the build store is mounted read-only; uploads write to it")
+	}
+	for _, name := range awsEnv {
+		if e := envVar(t, d, name); e != nil {
+			t.Errorf("the dir store sets %s: %v", name, e)
+		}
+	}
+
+	// The e2b Service pins clients; the aggregated API's does not.
+	if kind, timeout := affinity(find(t, objs, "Service", "sandbox-apiserver-e2b")); kind != "ClientIP" || timeout != 10800 {
+		t.Errorf("sandbox-apiserver-e2b affinity %q timeout %d, want ClientIP 10800", kind, timeout)
+	}
+	assertAggregatedServiceUnpinned(t, objs)
+
+	// Every value reaches its flag.
+	objs = mustRender(t, with(buildsDirSets,
+		"apiserver.e2b.builds.parallel=4",
+		"apiserver.e2b.builds.timeout=1h30m",
+		"apiserver.e2b.builds.logLines=500",
+		"apiserver.e2b.builds.uploadMax=5368709120",
+		"apiserver.e2b.builds.dir.mountPath=/data/builds",
+		"apiserver.e2b.builds.affinityTimeoutSeconds=7200")...)
+	assertArgs(t, "build args with every value set", buildArgs(apiserverArgs(t, objs)), []string{
+		"--e2b-builds=true",
+		"--e2b-build-parallel=4",
+		"--e2b-build-timeout=1h30m",
+		"--e2b-build-log-lines=500",
+		"--e2b-build-dir=/data/builds",
+		"--e2b-build-upload-max=5368709120",
+	})
+	mounts, _, _ = unstructured.NestedSlice(container(t, find(t, objs, "Deployment", "sandbox-apiserver")), "volumeMounts")
+	if !slices.ContainsFunc(mounts, func(m any) bool {
+		return m.(map[string]any)["name"] == "e2b-builds" && m.(map[string]any)["mountPath"] == "/data/builds"
+	}) {
+		t.Errorf("the build store is not mounted at /data/builds: %v", mounts)
+	}
+	if kind, timeout := affinity(find(t, objs, "Service", "sandbox-apiserver-e2b")); kind != "ClientIP" || timeout != 7200 {
+		t.Errorf("sandbox-apiserver-e2b affinity %q timeout %d, want ClientIP 7200", kind, timeout)
+	}
+}
+
+func TestBuildsWithS3Store(t *testing.T) {
+	objs := mustRender(t, buildsS3Sets...)
+	assertObjects(t, objs, sorted(defaultObjects, e2bObjects))
+
+	// The S3 flags, and neither --e2b-build-dir nor the upload bound of the
+	// dir store's own PUT.
+	assertArgs(t, "build args", buildArgs(apiserverArgs(t, objs)), []string{
+		"--e2b-builds=true",
+		"--e2b-build-parallel=2",
+		"--e2b-build-timeout=30m",
+		"--e2b-build-log-lines=10000",
+		"--e2b-build-store-s3-bucket=template-files",
+		"--e2b-build-store-s3-prefix=prod",
+		"--e2b-build-store-s3-endpoint=https://minio.example.com",
+		"--e2b-build-store-s3-region=eu-west-1",
+		"--e2b-build-store-s3-force-path-style=true",
+	})
+
+	// The credentials Secret's keys become the AWS chain's variables.
+	d := find(t, objs, "Deployment", "sandbox-apiserver")
+	for _, name := range awsEnv {
+		e := envVar(t, d, name)
+		ref, _, _ := unstructured.NestedMap(e, "valueFrom", "secretKeyRef")
+		if ref["name"] != "build-store-aws" || ref["key"] != name {
+			t.Errorf("env %s = %v, want the key %s of the Secret build-store-aws", name, e, name)
+		}
+		optional, _ := ref["optional"].(bool)
+		if want := name == "AWS_SESSION_TOKEN"; optional != want {
+			t.Errorf("env %s optional = %v, want %v", name, optional, want)
+		}
+	}
+
+	// No volume: the pod is the plain e2b one.
+	if claims := claimVolumes(d); len(claims) != 0 {
+		t.Errorf("the S3 store mounts claims %v", claims)
+	}
+	plain := find(t, mustRender(t, e2bSets...), "Deployment", "sandbox-apiserver")
+	if got, want := volumeNames(d), volumeNames(plain); !slices.Equal(got, want) {
+		t.Errorf("S3 store volumes %v, want the e2b render's %v", got, want)
+	}
+
+	if kind, timeout := affinity(find(t, objs, "Service", "sandbox-apiserver-e2b")); kind != "ClientIP" || timeout != 10800 {
+		t.Errorf("sandbox-apiserver-e2b affinity %q timeout %d, want ClientIP 10800", kind, timeout)
+	}
+	assertAggregatedServiceUnpinned(t, objs)
+
+	// With only a bucket: only the bucket flag, and the pod's own identity.
+	objs = mustRender(t, with(e2bSets, "apiserver.e2b.builds.enabled=true", "apiserver.e2b.builds.s3.bucket=template-files")...)
+	assertArgs(t, "build args with only a bucket", buildArgs(apiserverArgs(t, objs)), []string{
+		"--e2b-builds=true",
+		"--e2b-build-parallel=2",
+		"--e2b-build-timeout=30m",
+		"--e2b-build-log-lines=10000",
+		"--e2b-build-store-s3-bucket=template-files",
+	})
+	d = find(t, objs, "Deployment", "sandbox-apiserver")
+	for _, name := range awsEnv {
+		if e := envVar(t, d, name); e != nil {
+			t.Errorf("no credentialsSecret, yet %s is set: %v", name, e)
+		}
+	}
+}
+
+// TestBuildsAddNoObject: builds change the apiserver's pod and the e2b
+// Service, never the object list.
+func TestBuildsAddNoObject(t *testing.T) {
+	for name, sets := range map[string][]string{"dir": buildsDirSets, "s3": buildsS3Sets} {
+		t.Run(name, func(t *testing.T) {
+			assertObjects(t, mustRender(t, sets...), sorted(defaultObjects, e2bObjects))
+			objs := mustRender(t, with(sets, "apiserver.e2b.envdSecret.secretName=", "apiserver.e2b.envdSecret.value=k")...)
+			assertObjects(t, objs, sorted(defaultObjects, e2bObjects, []string{"Secret/" + releaseNamespace + "/sandbox-envd-secret"}))
+		})
+	}
+}
+
+// TestBuildsDisabled: by default, and with store values but enabled false,
+// no build flag, volume, credential or affinity is rendered.
+func TestBuildsDisabled(t *testing.T) {
+	for name, sets := range map[string][]string{
+		"default": nil,
+		"e2b":     e2bSets,
+		"e2b with unused store values": with(e2bSets,
+			"apiserver.e2b.builds.dir.existingClaim=e2b-build-files",
+			"apiserver.e2b.builds.s3.bucket=template-files",
+			"apiserver.e2b.builds.s3.credentialsSecret=build-store-aws"),
+		"e2b off, unused store values": {"apiserver.e2b.builds.s3.bucket=template-files"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := mustRender(t, sets...)
+			if got := buildArgs(apiserverArgs(t, objs)); len(got) != 0 {
+				t.Errorf("builds off, yet the apiserver gets %q", got)
+			}
+			d := find(t, objs, "Deployment", "sandbox-apiserver")
+			if claims := claimVolumes(d); len(claims) != 0 {
+				t.Errorf("builds off, yet the apiserver mounts claims %v", claims)
+			}
+			for _, v := range awsEnv {
+				if e := envVar(t, d, v); e != nil {
+					t.Errorf("builds off, yet %s is set: %v", v, e)
+				}
+			}
+			if has(objs, "Service", "sandbox-apiserver-e2b") {
+				if kind, timeout := affinity(find(t, objs, "Service", "sandbox-apiserver-e2b")); kind != "" || timeout != -1 {
+					t.Errorf("builds off, yet sandbox-apiserver-e2b has affinity %q timeout %d", kind, timeout)
+				}
+			}
+			assertAggregatedServiceUnpinned(t, objs)
+		})
+	}
+}
+
+// TestAggregatedServiceNeverPinned runs over every scenario.
+func TestAggregatedServiceNeverPinned(t *testing.T) {
+	for name, sets := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			assertAggregatedServiceUnpinned(t, mustRender(t, sets...))
+		})
+	}
+}
+
+func TestBuildsRefusals(t *testing.T) {
+	const (
+		on    = "apiserver.e2b.builds.enabled=true"
+		claim = "apiserver.e2b.builds.dir.existingClaim=e2b-build-files"
+	)
+	for _, tc := range []struct {
+		name string
+		sets []string
+		msg  string
+	}{
+		{
+			name: "builds without e2b",
+			sets: []string{on, claim},
+			msg:  "apiserver.e2b.builds.enabled requires apiserver.e2b.enabled: the template build API is part of the e2b surface",
+		},
+		{
+			name: "no store",
+			sets: with(e2bSets, on),
+			msg:  "apiserver.e2b.builds.dir.existingClaim or apiserver.e2b.builds.s3.bucket is required when apiserver.e2b.builds.enabled is true",
+		},
+		{
+			name: "S3 options without a bucket",
+			sets: with(e2bSets, on, "apiserver.e2b.builds.s3.region=eu-west-1", "apiserver.e2b.builds.s3.credentialsSecret=aws"),
+			msg:  "apiserver.e2b.builds.dir.existingClaim or apiserver.e2b.builds.s3.bucket is required when apiserver.e2b.builds.enabled is true",
+		},
+		{
+			name: "both stores",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.s3.bucket=template-files"),
+			msg:  "apiserver.e2b.builds.dir.existingClaim and apiserver.e2b.builds.s3.bucket name two build stores: set only one",
+		},
+		{
+			name: "relative mount path",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.dir.mountPath=builds"),
+			msg:  "apiserver.e2b.builds.dir.mountPath must be an absolute path when apiserver.e2b.builds.dir.existingClaim is set",
+		},
+		{
+			name: "no parallelism",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.parallel=0"),
+			msg:  "apiserver.e2b.builds.parallel must be at least 1",
+		},
+		{
+			name: "no timeout",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.timeout="),
+			msg:  "apiserver.e2b.builds.timeout is required when apiserver.e2b.builds.enabled is true",
+		},
+		{
+			name: "no log lines",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.logLines=0"),
+			msg:  "apiserver.e2b.builds.logLines must be at least 1",
+		},
+		{
+			name: "no upload size",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.uploadMax=0"),
+			msg:  "apiserver.e2b.builds.uploadMax must be at least 1",
+		},
+		{
+			name: "affinity timeout 0",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.affinityTimeoutSeconds=0"),
+			msg:  "apiserver.e2b.builds.affinityTimeoutSeconds must be between 1 and 86400",
+		},
+		{
+			name: "affinity timeout above a day",
+			sets: with(e2bSets, on, claim, "apiserver.e2b.builds.affinityTimeoutSeconds=86401"),
+			msg:  "apiserver.e2b.builds.affinityTimeoutSeconds must be between 1 and 86400",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render(t, tc.sets...)
+			if err == nil {
+				t.Fatalf("render succeeded, want the failure %q", tc.msg)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("render failed with %q, want %q", err, tc.msg)
+			}
+		})
+	}
 }

@@ -202,3 +202,70 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// buildFlagSet is exactly what BuildOptions.AddFlags registers.
+func buildFlagSet() (*pflag.FlagSet, *e2b.BuildOptions) {
+	fs := pflag.NewFlagSet("builds", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	o := e2b.NewBuildOptions()
+	o.AddFlags(fs)
+	return fs, &o
+}
+
+// TestChartCoversEveryBuildFlag: every flag BuildOptions registers is one
+// the apiserver's command line has and one the chart renders with one store
+// or the other, so a new build flag fails here until the chart maps it; and
+// the chart's defaults are the binary's.
+func TestChartCoversEveryBuildFlag(t *testing.T) {
+	fs, _ := buildFlagSet()
+	var registered []string
+	fs.VisitAll(func(f *pflag.Flag) { registered = append(registered, f.Name) })
+	if len(registered) == 0 {
+		t.Fatal("BuildOptions registers no flag")
+	}
+	api := apiserverFlags()
+	for _, name := range registered {
+		if api.Lookup(name) == nil {
+			t.Errorf("--%s is not on the apiserver's command line (e2b.Options.AddFlags)", name)
+		}
+	}
+
+	rendered := map[string]bool{}
+	for _, sets := range [][]string{buildsDirSets, buildsS3Sets} {
+		fs, _ := buildFlagSet()
+		if err := fs.Parse(buildArgs(apiserverArgs(t, mustRender(t, sets...)))); err != nil {
+			t.Fatalf("the rendered build args do not parse with BuildOptions' flags: %v", err)
+		}
+		fs.Visit(func(f *pflag.Flag) { rendered[f.Name] = true })
+	}
+	for _, name := range registered {
+		if !rendered[name] {
+			t.Errorf("--%s is registered by BuildOptions but the chart never renders it", name)
+		}
+	}
+
+	// The defaults the chart passes explicitly are the binary's own.
+	fs, got := buildFlagSet()
+	if err := fs.Parse(buildArgs(apiserverArgs(t, mustRender(t, buildsDirSets...)))); err != nil {
+		t.Fatal(err)
+	}
+	want := e2b.NewBuildOptions()
+	if got.Parallel != want.Parallel || got.Timeout != want.Timeout || got.LogLines != want.LogLines || got.UploadMax != want.UploadMax {
+		t.Errorf("chart defaults parallel=%d timeout=%s logLines=%d uploadMax=%d, binary defaults %d %s %d %d",
+			got.Parallel, got.Timeout, got.LogLines, got.UploadMax, want.Parallel, want.Timeout, want.LogLines, want.UploadMax)
+	}
+	if !got.Enabled || got.Dir != defaultBuildDir || got.S3Bucket != "" {
+		t.Errorf("dir store parsed as %+v", *got)
+	}
+
+	// And the S3 values land in the S3 options.
+	fs, got = buildFlagSet()
+	if err := fs.Parse(buildArgs(apiserverArgs(t, mustRender(t, buildsS3Sets...)))); err != nil {
+		t.Fatal(err)
+	}
+	if got.Dir != "" || got.S3Bucket != "template-files" || got.S3Prefix != "prod" ||
+		got.S3Endpoint != "https://minio.example.com" || got.S3Region != "eu-west-1" || !got.S3ForcePathStyle ||
+		got.Timeout != 30*time.Minute {
+		t.Errorf("S3 store parsed as %+v", *got)
+	}
+}

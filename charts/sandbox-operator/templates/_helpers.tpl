@@ -54,8 +54,9 @@ app.kubernetes.io/component: envd-proxy
 {{/*
 validate fails the render on a value set that would deploy something broken:
 the e2b surface without keys (it refuses to serve unauthenticated), without an
-envd secret or without a domain (no reachable data plane), and an APIService
-whose CA nobody supplies. templates/validate.yaml runs it on every render.
+envd secret or without a domain (no reachable data plane), template builds the
+binary would refuse at startup (validateBuilds), and an APIService whose CA
+nobody supplies. templates/validate.yaml runs it on every render.
 */}}
 {{- define "sandbox-operator.validate" -}}
 {{- $e2b := .Values.apiserver.e2b -}}
@@ -70,11 +71,51 @@ whose CA nobody supplies. templates/validate.yaml runs it on every render.
 {{- fail "apiserver.e2b.domain is required when apiserver.e2b.enabled is true" -}}
 {{- end -}}
 {{- end -}}
-{{- if $e2b.builds.enabled -}}
-{{- fail "apiserver.e2b.builds.enabled: the e2b template build API (--e2b-builds) is not implemented by this release" -}}
-{{- end -}}
+{{- include "sandbox-operator.validateBuilds" . -}}
 {{- if and (not .Values.certManager.enabled) (not .Values.certManager.caBundle) -}}
 {{- fail "certManager.caBundle is required when certManager.enabled is false" -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+validateBuilds checks apiserver.e2b.builds when it is enabled: the build API is
+part of the e2b surface, it needs exactly one store for the archives COPY
+steps upload (sandbox-apiserver refuses none and both), and the numbers must
+be ones the binary and the Service accept. Disabled, nothing under builds is
+rendered, so nothing is checked.
+*/}}
+{{- define "sandbox-operator.validateBuilds" -}}
+{{- $e2b := .Values.apiserver.e2b -}}
+{{- $b := $e2b.builds -}}
+{{- if $b.enabled -}}
+{{- if not $e2b.enabled -}}
+{{- fail "apiserver.e2b.builds.enabled requires apiserver.e2b.enabled: the template build API is part of the e2b surface" -}}
+{{- end -}}
+{{- if and $b.dir.existingClaim $b.s3.bucket -}}
+{{- fail "apiserver.e2b.builds.dir.existingClaim and apiserver.e2b.builds.s3.bucket name two build stores: set only one" -}}
+{{- end -}}
+{{- if not (or $b.dir.existingClaim $b.s3.bucket) -}}
+{{- fail "apiserver.e2b.builds.dir.existingClaim or apiserver.e2b.builds.s3.bucket is required when apiserver.e2b.builds.enabled is true" -}}
+{{- end -}}
+{{- if and $b.dir.existingClaim (not (hasPrefix "/" (toString $b.dir.mountPath))) -}}
+{{- fail "apiserver.e2b.builds.dir.mountPath must be an absolute path when apiserver.e2b.builds.dir.existingClaim is set" -}}
+{{- end -}}
+{{- if lt ($b.parallel | int) 1 -}}
+{{- fail "apiserver.e2b.builds.parallel must be at least 1" -}}
+{{- end -}}
+{{- if not $b.timeout -}}
+{{- fail "apiserver.e2b.builds.timeout is required when apiserver.e2b.builds.enabled is true" -}}
+{{- end -}}
+{{- if lt ($b.logLines | int) 1 -}}
+{{- fail "apiserver.e2b.builds.logLines must be at least 1" -}}
+{{- end -}}
+{{- if lt ($b.uploadMax | int64) 1 -}}
+{{- fail "apiserver.e2b.builds.uploadMax must be at least 1" -}}
+{{- end -}}
+{{- $affinity := $b.affinityTimeoutSeconds | int -}}
+{{- if or (lt $affinity 1) (gt $affinity 86400) -}}
+{{- fail "apiserver.e2b.builds.affinityTimeoutSeconds must be between 1 and 86400 (the Service's sessionAffinityConfig limit)" -}}
+{{- end -}}
 {{- end -}}
 {{- end }}
 
