@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -36,6 +38,9 @@ type Config struct {
 	Aliases map[string]Template
 	// EnvdSecret keys every envd access token. Required.
 	EnvdSecret []byte
+
+	// Builds serves the template build API; nil serves none.
+	Builds *BuildConfig
 
 	// Optional tuning; zero values take the defaults.
 
@@ -87,6 +92,20 @@ const (
 	DefaultCreateBurst  = 30
 	DefaultMaxSandboxes = 100
 )
+
+// BuildConfig configures the template build API (--e2b-builds*).
+type BuildConfig struct {
+	// Parallel, Timeout and LogLines bound the builds (see build.Config);
+	// zero takes the defaults.
+	Parallel int
+	Timeout  time.Duration
+	LogLines int
+	// Store keeps the archives COPY steps upload. Required.
+	Store buildstore.Store
+	// Uploads serves the store's own signed PUTs under /e2b-files/ (the
+	// directory store); nil when the store hands out URLs elsewhere (S3).
+	Uploads http.Handler
+}
 
 // Template is what an alias resolves to: a pool image and a size.
 type Template struct {
@@ -226,6 +245,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Keys.Len() == 0 && !c.AllowAnonymous {
 		return c, errors.New("e2b: Config.Keys is required unless AllowAnonymous")
+	}
+	if c.Builds != nil && c.Builds.Store == nil {
+		return c, errors.New("e2b: Config.Builds needs a Store")
 	}
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace

@@ -15,6 +15,9 @@ import (
 // namespace is fleet.ErrNotFound, like one that does not exist.
 type Fleet interface {
 	Claim(ctx context.Context, req fleet.ClaimRequest) (fleet.Claimed, error)
+	ClaimCheckpoint(ctx context.Context, req fleet.CheckpointClaimRequest) (fleet.Claimed, error)
+	// Serves reports whether some node keeps a pool of the template.
+	Serves(template string) bool
 	List(ctx context.Context, namespace string) ([]fleet.Sandbox, error)
 	Find(ctx context.Context, namespace, id string) (fleet.Sandbox, error)
 	Release(ctx context.Context, sb fleet.Sandbox) error

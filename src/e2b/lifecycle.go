@@ -218,7 +218,7 @@ func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb flee
 	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
 		recp = &rec
 	}
-	writeJSON(w, status, s.sandboxResponse(sb, s.aliasFor(sb.Key, recp), access))
+	writeJSON(w, status, s.sandboxResponse(sb, s.aliasOf(sb.Key, recp), access))
 }
 
 // metrics is GET /sandboxes/{id}/metrics: one point, the node's current

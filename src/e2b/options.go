@@ -45,6 +45,7 @@ type Options struct {
 	CreateRate        float64
 	CreateBurst       int
 	MaxSandboxes      int
+	Build             BuildOptions
 }
 
 // NewOptions returns the flag defaults.
@@ -52,11 +53,11 @@ func NewOptions() *Options {
 	return &Options{
 		BindAddress: DefaultBindAddress, Namespace: DefaultNamespace,
 		CreateRate: DefaultCreateRate, CreateBurst: DefaultCreateBurst, MaxSandboxes: DefaultMaxSandboxes,
+		Build: NewBuildOptions(),
 	}
 }
 
-// AddFlags registers every --e2b-* flag but --enable-e2b-api and the build
-// flags.
+// AddFlags registers every --e2b-* flag but --enable-e2b-api.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "e2b-bind-address", o.BindAddress,
 		"Address the e2b-compatible surface listens on.")
@@ -82,6 +83,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Sandbox creates one API key (an anonymous caller: one source address) may make at once before --e2b-create-rate applies.")
 	fs.IntVar(&o.MaxSandboxes, "e2b-max-sandboxes", o.MaxSandboxes,
 		"Most live (running or paused) sandboxes an API key's namespace (an anonymous caller: one source address) may hold; a create beyond answers 429. 0 lifts the cap.")
+	o.Build.AddFlags(fs)
 }
 
 // Config validates the options and reads the files they name. Each error
@@ -135,6 +137,9 @@ func (o *Options) Config() (Config, error) {
 	}
 	if cfg.MaxSandboxes == 0 {
 		cfg.MaxSandboxes = -1
+	}
+	if cfg.Builds, err = o.Build.Config(secret); err != nil {
+		return Config{}, err
 	}
 	if o.APIKeyFile != "" {
 		raw, err := readListFile(o.APIKeyFile)

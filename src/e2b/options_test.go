@@ -29,12 +29,15 @@ func TestFlags(t *testing.T) {
 		"e2b-bind-address", "e2b-namespace", "e2b-domain", "e2b-envd-version", "e2b-default-timeout",
 		"e2b-api-key-file", "e2b-allow-anonymous", "e2b-template-alias-file", "e2b-envd-secret-file",
 		"e2b-create-rate", "e2b-create-burst", "e2b-max-sandboxes",
+		"e2b-builds", "e2b-build-parallel", "e2b-build-timeout", "e2b-build-log-lines", "e2b-build-dir",
+		"e2b-build-upload-max", "e2b-build-store-s3-bucket", "e2b-build-store-s3-prefix",
+		"e2b-build-store-s3-endpoint", "e2b-build-store-s3-region", "e2b-build-store-s3-force-path-style",
 	} {
 		if fs.Lookup(name) == nil {
 			t.Errorf("--%s is not registered", name)
 		}
 	}
-	for _, name := range []string{"enable-e2b-api", "e2b-builds", "e2b-build-dir"} {
+	for _, name := range []string{"enable-e2b-api"} {
 		if fs.Lookup(name) != nil {
 			t.Errorf("--%s must not be registered here", name)
 		}

@@ -41,14 +41,30 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	if req.Timeout != nil && *req.Timeout > 0 {
 		ttl = *req.Timeout
 	}
-	key, alias := s.resolveTemplate(req.TemplateID)
-	if alias == "" && strings.HasPrefix(req.TemplateID, checkpointPrefix) {
-		writeError(w, http.StatusBadRequest, "creating a sandbox from a snapshot is not supported")
+	src, err := s.resolveSource(r.Context(), c.namespace, req.TemplateID)
+	switch {
+	case errors.Is(err, errNoTemplate):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("template %q not found", req.TemplateID))
+		return
+	case err != nil:
+		s.fleetError(w, err, "find the template")
 		return
 	}
-	key.Net = NetEgress
-	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
-		key.Net = NetNone
+	key, alias := src.Key, src.Alias
+	switch {
+	case src.Promoted != nil || src.Checkpoint != nil:
+		// A published template and a snapshot keep the lane they were
+		// made on: sandboxd publishes and checkpoints only isolated
+		// sandboxes, so asking for internet access cannot be honoured.
+		if req.AllowInternetAccess != nil && *req.AllowInternetAccess && key.Net != NetEgress {
+			writeError(w, http.StatusBadRequest, "this template has no internet access (templates and snapshots are made on the isolated lane): leave allow_internet_access unset or false")
+			return
+		}
+	default:
+		key.Net = NetEgress
+		if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+			key.Net = NetNone
+		}
 	}
 	autoPause := req.AutoPause != nil && *req.AutoPause
 	if autoPause && key.Net == NetEgress {
@@ -65,9 +81,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	created := false
 	defer func() { admitted.done(created) }()
 
-	claimed, err := s.fleet.Claim(r.Context(), fleet.ClaimRequest{
-		Ref: sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, Key: key, TTLSeconds: ttl,
-	})
+	claimed, err := s.claimSource(r.Context(), sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, src, key, ttl)
 	if err != nil {
 		s.fleetError(w, err, "claim")
 		return
@@ -135,15 +149,6 @@ func isSet(raw []byte) bool {
 	return t != "" && t != "null" && t != "{}" && t != "[]"
 }
 
-// resolveTemplate maps a templateID to a pool key: an alias of the alias
-// file, else the id itself as the pool image at size small.
-func (s *Server) resolveTemplate(templateID string) (key sandbox.PoolKey, alias string) {
-	if t, ok := s.cfg.Aliases[templateID]; ok {
-		return sandbox.PoolKey{Template: t.Image, Size: t.Size}, templateID
-	}
-	return sandbox.PoolKey{Template: templateID, Size: sandbox.DefaultSize}, ""
-}
-
 // aliasFor is the alias a sandbox of key was created through: the one this
 // process remembers, else the first alias (by name) that names key's image
 // and size, so every replica reports the same one.
@@ -167,7 +172,7 @@ func (s *Server) aliasFor(key sandbox.PoolKey, rec *record) string {
 
 func (s *Server) sandboxResponse(sb fleet.Sandbox, alias, access string) sandboxResponse {
 	return sandboxResponse{
-		TemplateID: sb.Key.Template, SandboxID: dnsID(sb.ID), Alias: alias, ClientID: clientID,
+		TemplateID: s.reportedTemplate(sb.Key), SandboxID: dnsID(sb.ID), Alias: alias, ClientID: clientID,
 		EnvdVersion: s.cfg.EnvdVersion, EnvdAccessToken: access, Domain: s.cfg.Domain,
 	}
 }
@@ -196,7 +201,7 @@ func (s *Server) listed(sb fleet.Sandbox) listedSandbox {
 		res, _ = sandbox.SizeOf(sandbox.DefaultSize)
 	}
 	out := listedSandbox{
-		TemplateID: sb.Key.Template, Alias: s.aliasFor(sb.Key, recp), SandboxID: dnsID(sb.ID),
+		TemplateID: s.reportedTemplate(sb.Key), Alias: s.aliasOf(sb.Key, recp), SandboxID: dnsID(sb.ID),
 		ClientID: clientID, StartedAt: sb.ClaimedAt.UTC(), EndAt: sb.Deadline.UTC(),
 		CPUCount: res.CPUCount, MemoryMB: res.MemoryMiB, State: stateRunning, EnvdVersion: s.cfg.EnvdVersion,
 		Metadata: map[string]string{},

@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -45,7 +47,10 @@ type Server struct {
 	tracked *tracker
 	admit   *admission
 	pauser  *autoPauser
-	mux     *http.ServeMux
+	catalog *catalog
+	// builds is nil when the build API is off.
+	builds *build.Manager
+	mux    *http.ServeMux
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -65,6 +70,13 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
 		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
 	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Clock, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
+	s.catalog = newCatalog(f, cfg.Clock)
+	if b := cfg.Builds; b != nil {
+		clk, _ := cfg.Clock.(clock.Clock)
+		s.builds = build.NewManager(build.Config{
+			Parallel: b.Parallel, Timeout: b.Timeout, LogLines: b.LogLines, Clock: clk, Logger: cfg.Logger,
+		}, s.runBuild)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.serveHealth)
 
@@ -83,7 +95,14 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	mux.Handle("GET /sandboxes/{sandboxID}/metrics", s.authed(s.metrics))
 	mux.Handle("POST /sandboxes/{sandboxID}/snapshots", s.authed(s.createSnapshot))
 	mux.Handle("GET /snapshots", s.authed(s.listSnapshots))
-	mux.Handle("DELETE /templates/{templateID}", s.authed(s.deleteSnapshot))
+	mux.Handle("DELETE /templates/{templateID}", s.authed(s.deleteTemplate))
+	mux.Handle("GET /templates", s.authed(s.listTemplates))
+	mux.Handle("GET /templates/{templateID}", s.authed(s.getTemplate))
+	// GET /templates/aliases/{alias} and GET /templates/{templateID}/tags
+	// overlap as patterns (/templates/aliases/tags); one route tells them
+	// apart, the alias lookup first.
+	mux.Handle("GET /templates/{first}/{second}", s.authed(s.templateSubresource))
+	s.serveBuilds(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
@@ -93,7 +112,12 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 
 // Close stops the auto-pauses this process has scheduled (see autoPauser)
 // and waits for any under way; call it when the surface stops serving.
-func (s *Server) Close() { s.pauser.close() }
+func (s *Server) Close() {
+	s.pauser.close()
+	if s.builds != nil {
+		s.builds.Close()
+	}
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

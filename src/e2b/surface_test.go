@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -285,7 +286,6 @@ func TestCreateRefusals(t *testing.T) {
 		"egress rules":        `{"templateID":"base","network":{"denyOut":["0.0.0.0/0"]}}`,
 		"bad env name":        `{"templateID":"base","envVars":{"A=B":"1"}}`,
 		"empty body":          ``,
-		"from a snapshot":     `{"templateID":"ck_0123456789"}`,
 		"huge metadata":       `{"templateID":"base","metadata":{"k":"` + strings.Repeat("x", 17<<10) + `"}}`,
 		"oversized body":      `{"templateID":"base","metadata":{"k":"` + strings.Repeat("x", 2<<20) + `"}}`,
 		"wrong type":          `{"templateID":"base","timeout":"soon"}`,
@@ -372,7 +372,7 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 		}
 		names[got.Ref.Name] = true
 		got.Ref.Name = ""
-		if got != want[i] {
+		if !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("claim %d = %+v, want %+v", i, got, want[i])
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -28,18 +29,24 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	all := f.cfg.View.Nodes()
 	f.randMu.Lock()
 	nodes := Order(all, key, f.cfg.FollowRedirects, f.rng)
+	if req.Promoted {
+		nodes = holders(all, req.At, f.rng)
+	}
 	f.randMu.Unlock()
 	if f.cfg.FollowRedirects && len(nodes) > maxRedirectEntries {
 		nodes = nodes[:maxRedirectEntries]
 	}
 	if len(nodes) == 0 {
+		if req.Promoted {
+			return Claimed{}, fmt.Errorf("fleet: no node holds template %s: %w", key, ErrNoTemplate)
+		}
 		return Claimed{}, fmt.Errorf("fleet: no node has a warm sandbox for %s now: %w", key, sandboxd.ErrCapacity)
 	}
 	body := sandboxd.ClaimRequest{
 		Template: key.Template, Net: key.Net, Size: key.Size, TTLSeconds: max(req.TTLSeconds, 0),
-		ClaimRef: req.Ref.String(), NoRedirect: !f.cfg.FollowRedirects,
+		ClaimRef: req.Ref.String(), NoRedirect: !f.cfg.FollowRedirects, RequirePromoted: req.Promoted,
 	}
-	var capacity, other int
+	var capacity, gone, other int
 	var last error
 	for _, n := range nodes {
 		if err := ctx.Err(); err != nil {
@@ -65,6 +72,10 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 			return Claimed{}, fmt.Errorf("fleet: claim %s: %w", key, err)
 		case errors.Is(err, sandboxd.ErrCapacity):
 			capacity++
+		case req.Promoted && errors.Is(err, sandboxd.ErrNotFound):
+			// The holder no longer has the template (deleted or replaced
+			// since the catalog was read); another holder may.
+			gone++
 		default:
 			// No answer, a timeout or a server error: the node may still
 			// have granted the claim. Release whatever it holds under
@@ -80,10 +91,32 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	if err := ctx.Err(); err != nil {
 		return Claimed{}, fmt.Errorf("fleet: claim %s: %w", key, err)
 	}
+	if gone == len(nodes) {
+		return Claimed{}, fmt.Errorf("fleet: no node holds template %s any more: %w", key, ErrNoTemplate)
+	}
 	if capacity == 0 && other > 0 {
 		return Claimed{}, fmt.Errorf("fleet: no node with warm capacity for %s could be reached: %w: %w", key, sandboxd.ErrUnavailable, last)
 	}
 	return Claimed{}, fmt.Errorf("fleet: every node tried for %s is out of capacity: %w", key, sandboxd.ErrCapacity)
+}
+
+// holders are the nodes at addrs, in random order: a promoted template has
+// no warm count to prefer one holder by. An address the view does not
+// know (a mesh member not yet seen) is entered by its address alone.
+func holders(nodes []Node, addrs []string, rng *rand.Rand) []Node {
+	out := make([]Node, 0, len(addrs))
+	for _, addr := range addrs {
+		n := Node{Name: addr, Addr: addr}
+		for _, known := range nodes {
+			if known.Addr == addr {
+				n = known
+				break
+			}
+		}
+		out = append(out, n)
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }
 
 // claimAt makes one claim at one node within NodeTimeout.

@@ -121,3 +121,17 @@ func unreachable(ctx interface{ Err() error }, err error) bool {
 		!errors.Is(err, sandboxd.ErrResponseTooLarge) && !errors.Is(err, sandboxd.ErrNoRedirectTarget) &&
 		!errors.Is(err, ErrInvalid)
 }
+
+// Serves reports whether some node keeps a pool of template (at any net
+// and size), warm or not: whether a claim of it names something that
+// exists, rather than an image no node was told to serve.
+func (f *Fleet) Serves(template string) bool {
+	for _, n := range f.cfg.View.Nodes() {
+		for k := range n.Warm {
+			if k.Template == template {
+				return true
+			}
+		}
+	}
+	return false
+}

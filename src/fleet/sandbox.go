@@ -11,6 +11,9 @@ import (
 // namespace: no front tells the two apart.
 var ErrNotFound = errors.New("sandbox not found")
 
+// ErrNoTemplate is a promoted template no node holds.
+var ErrNoTemplate = errors.New("template not found")
+
 // Sandbox is one claimed sandbox as the fleet sees it.
 type Sandbox struct {
 	// ID is the sandbox id in its sandboxd spelling ("sb_…").
@@ -44,6 +47,13 @@ type ClaimRequest struct {
 	Key sandbox.PoolKey
 	// TTLSeconds is the lease asked for; 0 takes the node's default.
 	TTLSeconds int
+	// Promoted claims a template a node published with promote: the claim
+	// enters at the nodes in At (the template's holders), never takes a
+	// warm VM or cold-boots (require_promoted), and a holder that lost the
+	// template refuses it rather than boot an image of the same name.
+	Promoted bool
+	// At are the addresses of the nodes a Promoted claim enters at.
+	At []string
 }
 
 // Node is one node that may take claims.

@@ -26,7 +26,7 @@ func ctxT(t testing.TB) context.Context {
 func TestAPIErrorMatchesSentinels(t *testing.T) {
 	for status, sentinel := range map[int]error{
 		400: sandboxd.ErrBadRequest, 401: sandboxd.ErrUnauthorized, 403: sandboxd.ErrForbidden,
-		404: sandboxd.ErrNotFound, 409: sandboxd.ErrConflict, 426: sandboxd.ErrUpgradeRequired,
+		404: sandboxd.ErrNotFound, 409: sandboxd.ErrConflict, 412: sandboxd.ErrPrecondition, 426: sandboxd.ErrUpgradeRequired,
 		429: sandboxd.ErrCapacity, 502: sandboxd.ErrGuestUnreachable, 503: sandboxd.ErrUnavailable,
 	} {
 		err := fmt.Errorf("wrapped: %w", &sandboxd.APIError{Status: status, Message: "m"})

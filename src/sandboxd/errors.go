@@ -19,6 +19,9 @@ var (
 	ErrNotFound = errors.New("sandboxd: not found")
 	// ErrConflict is a 409: the sandbox or key cannot take that verb.
 	ErrConflict = errors.New("sandboxd: conflict")
+	// ErrPrecondition is a 412: the record no longer matches the digest
+	// the caller named.
+	ErrPrecondition = errors.New("sandboxd: precondition failed")
 	// ErrUpgradeRequired is a 426: a relay request without Upgrade: tcp.
 	ErrUpgradeRequired = errors.New("sandboxd: upgrade required")
 	// ErrCapacity is a 429: node or tenant at max_claims, or the node draining.
@@ -73,6 +76,8 @@ func sentinelFor(status int) error {
 		return ErrNotFound
 	case http.StatusConflict:
 		return ErrConflict
+	case http.StatusPreconditionFailed:
+		return ErrPrecondition
 	case http.StatusUpgradeRequired:
 		return ErrUpgradeRequired
 	case http.StatusTooManyRequests:

@@ -110,12 +110,16 @@ func goldenCases() []goldenCase {
 		{file: "peers.response.json", decode: func() any { return new(sandboxd.PeersResponse) }},
 		{file: "error.response.json", decode: func() any { return new(sandboxd.ErrorResponse) }},
 		{file: "error.body-too-large.response.json", decode: func() any { return new(sandboxd.ErrorResponse) }},
-		// The delete redirect has the claim redirect's shape; the client
-		// does not delete templates, but the shape must stay readable.
+		// The delete redirect has the claim redirect's shape, and
+		// DeleteTemplate reads it as one.
 		{file: "templates.delete.redirect.response.json", decode: func() any { return new(sandboxd.ClaimResponse) }},
+		{
+			file:    "promote.request.json",
+			decode:  func() any { return new(sandboxd.PromoteRequest) },
+			request: sandboxd.PromoteRequest{Token: "…", Template: "myproj:v1"},
+		},
+		{file: "promote.response.json", decode: func() any { return new(sandboxd.PromoteResult) }},
 
-		{file: "promote.request.json", unmodelled: "the operator publishes no templates; promote belongs to the SDK"},
-		{file: "promote.response.json", unmodelled: "the operator publishes no templates; promote belongs to the SDK"},
 		{file: "preview.request.json", unmodelled: "guest ports are reached through the ports relay, not preview URLs"},
 		{file: "preview.response.json", unmodelled: "guest ports are reached through the ports relay, not preview URLs"},
 		{file: "exec.request.json", unmodelled: "processes run through envd over the ports relay, not the buffered exec"},

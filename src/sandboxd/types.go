@@ -29,7 +29,9 @@ type ClaimRequest struct {
 	// NoRedirect makes the node serve the claim itself instead of naming
 	// peers; set on the retry at a redirect target.
 	NoRedirect bool `json:"no_redirect,omitempty"`
-	// RequirePromoted is carried from a redirect answer into its retry.
+	// RequirePromoted makes the node clone a promoted template it holds
+	// for the key, never a warm VM or a cold boot (404 when it holds
+	// none); a redirect answer sets it for its retry.
 	RequirePromoted bool `json:"require_promoted,omitempty"`
 }
 
@@ -106,6 +108,9 @@ type Info struct {
 	AtCapacity       bool         `json:"at_capacity,omitempty"`
 	AtCapacityReason string       `json:"at_capacity_reason,omitempty"`
 	Peers            []string     `json:"peers,omitempty"`
+	// Templates are the node's promoted templates, sorted by key; absent
+	// when it holds none.
+	Templates []TemplateInfo `json:"templates,omitempty"`
 }
 
 // Pool returns the status row for key, if the node has that pool.
@@ -117,6 +122,20 @@ func (i *Info) Pool(key sandbox.PoolKey) (PoolStatus, bool) {
 		}
 	}
 	return PoolStatus{}, false
+}
+
+// TemplateInfo is one promoted template in GET /v1/info: a sandbox's disk
+// published under a pool key, cloned on demand by claims of that key.
+type TemplateInfo struct {
+	Key sandbox.PoolKey `json:"key"`
+	// ContentDigest identifies the saved files ("sha256:<hex>"); promoting
+	// unchanged files again gives the same digest.
+	ContentDigest string `json:"content_digest"`
+	// Tenant is who promoted it; absent for the root token.
+	Tenant        string    `json:"tenant,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	CPUCount      int       `json:"cpu_count"`
+	MemTotalBytes int64     `json:"mem_total_bytes"`
 }
 
 // Sandbox is one row of the sandbox index (GET /v1/sandboxes and
@@ -194,6 +213,24 @@ type CheckpointList struct {
 type CheckpointClaimRequest struct {
 	TTLSeconds int  `json:"ttl_seconds,omitempty"`
 	NoRedirect bool `json:"no_redirect,omitempty"`
+	// ClaimRef places the branch in the Sandbox API like a claim's; the
+	// fronts need it to scope the branch to the caller's namespace.
+	ClaimRef string `json:"claim_ref,omitempty"`
+}
+
+// PromoteRequest is the body of POST /v1/sandboxes/{id}/promote. Token is
+// the sandbox's own token; the root caller may leave it empty to act by id.
+// Template names the published template; net and size are the sandbox's.
+type PromoteRequest struct {
+	Token    string `json:"token,omitempty"`
+	Template string `json:"template"`
+}
+
+// PromoteResult is the answer of a promote: the key claims of the template
+// use and the digest of what was saved.
+type PromoteResult struct {
+	Key           sandbox.PoolKey `json:"key"`
+	ContentDigest string          `json:"content_digest"`
 }
 
 // Stats is the GET /v1/sandboxes/{id}/stats payload.

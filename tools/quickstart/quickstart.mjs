@@ -9,9 +9,15 @@
 // command, shows who and where the command runs (its own machine: /home/user,
 // user, the sandbox's hostname), writes and reads back a file, starts a web
 // server in the sandbox and fetches a page from it through the data plane,
-// and kills the sandbox. It exits non-zero if any step does not do what it
+// and kills the sandbox. Then it builds a template of its own with
+// Template.build (from "base", copying a local file in and running a
+// command), starts a sandbox from it, reads what the build left there, and
+// deletes the template. It exits non-zero if any step does not do what it
 // says.
-import { Sandbox } from 'e2b'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ApiClient, ConnectionConfig, Sandbox, Template } from 'e2b'
 
 function check(ok, what) {
   if (!ok) throw new Error(`quickstart: ${what}`)
@@ -62,4 +68,35 @@ try {
 } finally {
   await sbx.kill()
   console.log(`killed sandbox ${sbx.sandboxId}`)
+}
+
+// A template of your own: built from "base" with a local file copied in
+// and a command run over it; a sandbox started from it has both.
+const context = mkdtempSync(join(tmpdir(), 'quickstart-'))
+try {
+  writeFileSync(join(context, 'greeting.txt'), 'hello from a template\n')
+  const template = Template({ fileContextPath: context })
+    .fromTemplate('base')
+    .copy('greeting.txt', '/home/user/greeting.txt')
+    .runCmd('tr a-z A-Z < /home/user/greeting.txt > /home/user/shout.txt')
+  const logs = []
+  const built = await Template.build(template, 'quickstart', { onBuildLogs: (entry) => logs.push(entry.message) })
+  console.log(`built template quickstart (${built.templateId}) in ${logs.length} log lines`)
+
+  const fromTemplate = await Sandbox.create('quickstart')
+  try {
+    const greeting = await fromTemplate.files.read('/home/user/greeting.txt')
+    const shout = await fromTemplate.files.read('/home/user/shout.txt')
+    console.log(`sandbox from the template holds: ${greeting.trim()} / ${shout.trim()}`)
+    check(greeting === 'hello from a template\n' && shout === 'HELLO FROM A TEMPLATE\n', `the template's files hold ${JSON.stringify([greeting, shout])}`)
+  } finally {
+    await fromTemplate.kill()
+  }
+
+  const api = new ApiClient(new ConnectionConfig())
+  const res = await api.api.DELETE('/templates/{templateID}', { params: { path: { templateID: built.templateId } } })
+  check(res.response.status === 204, `deleting the template answered ${res.response.status}`)
+  console.log('deleted template quickstart')
+} finally {
+  rmSync(context, { recursive: true, force: true })
 }

@@ -69,6 +69,10 @@ type options struct {
 	refreshInterval time.Duration
 	defaultTimeout  int
 	dataPlaneLimits envdproxy.Limits
+	builds          bool
+	buildDir        string
+	buildParallel   int
+	buildUploadMax  int64
 }
 
 func newFlagSet(o *options) *pflag.FlagSet {
@@ -87,6 +91,10 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.coldDelay, "cold-provision-delay", 500*time.Millisecond, "simulated time to cold-boot a VM (an unpooled template, a pool's first golden)")
 	fs.DurationVar(&o.refreshInterval, "mesh-refresh-interval", time.Second, "time between refreshes of the mesh view")
 	fs.IntVar(&o.defaultTimeout, "default-timeout", 300, "lease in seconds of a create that names no timeout")
+	fs.BoolVar(&o.builds, "builds", true, "serve the e2b template build API (Template.build), keeping uploaded files in --build-dir")
+	fs.StringVar(&o.buildDir, "build-dir", "", "directory that keeps the files template builds upload (default e2b-builds in the user's cache, next to the base root filesystem)")
+	fs.IntVar(&o.buildParallel, "build-parallel", 2, "template builds that run at once; a start beyond them answers 429 and waits")
+	fs.Int64Var(&o.buildUploadMax, "build-upload-max", 1<<30, "largest archive in bytes a template build's upload may be")
 	o.dataPlaneLimits = envdproxy.DefaultLimits()
 	o.dataPlaneLimits.AddFlags(fs, "data-plane-")
 	return fs
@@ -119,6 +127,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.refreshInterval)
 	case o.defaultTimeout < 1:
 		return fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
+	case o.buildParallel < 1:
+		return fmt.Errorf("--build-parallel: %d must be at least 1", o.buildParallel)
+	case o.buildUploadMax < 1:
+		return fmt.Errorf("--build-upload-max: %d must be at least 1", o.buildUploadMax)
 	}
 	if err := o.dataPlaneLimits.Validate("data-plane-"); err != nil {
 		return err

@@ -154,6 +154,10 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 			return err
 		}
 	}
+	builds, err := o.buildConfig(secret)
+	if err != nil {
+		return err
+	}
 	cfg := e2bmesh.Config{
 		E2B: e2b.Config{
 			Namespace:      namespace,
@@ -163,6 +167,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 			AllowAnonymous: o.anonymous,
 			Aliases:        map[string]e2b.Template{"base": {Image: o.template, Size: sandbox.DefaultSize}},
 			EnvdSecret:     secret,
+			Builds:         builds,
 			// The create rate and live-sandbox cap are left zero: the
 			// surface's defaults (30 at once, then 5/s; 100 live) fit a
 			// developer's SDK runs and stop a runaway loop.

@@ -21,13 +21,16 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"--envd-proxy-bind-address", "--envd-proxy-tls-cert-file", "--envd-proxy-tls-private-key-file", "--guest-http2",
 		"--e2b-bind-address", "--e2b-namespace", "--e2b-domain", "--e2b-envd-version", "--e2b-default-timeout",
 		"--e2b-api-key-file", "--e2b-allow-anonymous", "--e2b-template-alias-file", "--e2b-envd-secret-file",
+		"--e2b-builds", "--e2b-build-parallel", "--e2b-build-timeout", "--e2b-build-log-lines", "--e2b-build-dir",
+		"--e2b-build-upload-max", "--e2b-build-store-s3-bucket", "--e2b-build-store-s3-prefix",
+		"--e2b-build-store-s3-endpoint", "--e2b-build-store-s3-region", "--e2b-build-store-s3-force-path-style",
 		"OPERATOR_LOG_LEVEL",
 	} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("--help does not mention %s", flag)
 		}
 	}
-	if strings.Contains(out.String(), "--enable-e2b-api ") || strings.Contains(out.String(), "--e2b-builds") {
+	if strings.Contains(out.String(), "--enable-e2b-api ") {
 		t.Error("--help offers a flag that only sandbox-apiserver has")
 	}
 }
@@ -59,6 +62,12 @@ func TestBadCommandLinesNameTheFlag(t *testing.T) {
 		"unknown flag":      {[]string{"--kubeconfig", "x"}, "kubeconfig"},
 		"stray argument":    {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "extra"}, "unexpected"},
 		"no e2b key source": {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-api-key-file", ""}, "--e2b-api-key-file"},
+		"builds, no store":  {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-builds"}, "--e2b-build-dir or --e2b-build-store-s3-bucket"},
+		"two stores":        {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-builds", "--e2b-build-dir", dir, "--e2b-build-store-s3-bucket", "b"}, "keep one"},
+		"store, no builds":  {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-build-dir", dir}, "set --e2b-builds"},
+		"short timeout":     {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-builds", "--e2b-build-dir", dir, "--e2b-build-timeout", "10s"}, "--e2b-build-timeout"},
+		"no parallel":       {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-builds", "--e2b-build-dir", dir, "--e2b-build-parallel", "0"}, "--e2b-build-parallel"},
+		"s3 without bucket": {[]string{"--sandboxd", "127.0.0.1:1", "--sandboxd-token", "r", "--e2b-builds", "--e2b-build-store-s3-region", "x"}, "--e2b-build-dir or --e2b-build-store-s3-bucket"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append(append([]string{}, base...), tc.args...), &out, &errOut)

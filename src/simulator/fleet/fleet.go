@@ -231,7 +231,8 @@ func guestsFor(cfg Config) ([]node.Guest, error) {
 
 // Peers implements node.Mesh: every live node but self. Membership
 // changes (Kill) are seen at once, like a SWIM detection that already
-// happened; warm counts are read live, a gossip view with no lag.
+// happened; warm counts, checkpoints and promoted templates
+// (node.Peer.HasTemplate) are read live, a gossip view with no lag.
 func (f *Fleet) Peers(self *node.Node) []node.Peer {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

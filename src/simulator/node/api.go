@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -39,6 +41,8 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{id}/renew", n.handleRenew)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", n.handleFork)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/checkpoint", n.handleCheckpoint)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/promote", n.handlePromote)
+	mux.HandleFunc("DELETE /v1/templates", n.handleDeleteTemplate)
 	mux.HandleFunc("GET /v1/checkpoints", n.handleCheckpoints)
 	mux.HandleFunc("DELETE /v1/checkpoints/{id}", n.handleDeleteCheckpoint)
 	mux.HandleFunc("POST /v1/checkpoints/{id}/claim", n.handleCheckpointClaim)
@@ -337,6 +341,50 @@ func (n *Node) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sandboxd.CheckpointResponse{Checkpoint: ck})
+}
+
+func (n *Node) handlePromote(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	var body sandboxd.PromoteRequest
+	if err := decodeBody(w, r, &body, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := n.promote(c, r.PathValue("id"), body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// handleDeleteTemplate takes the key as a claim does (net and size
+// default); a holder elsewhere in the mesh is named in the claim redirect
+// shape.
+func (n *Node) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
+	c, ok := n.nodeCaller(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	key := sandbox.PoolKey{Template: q.Get("template"), Net: q.Get("net"), Size: q.Get("size")}.WithDefaults()
+	if key.Template == "" {
+		writeError(w, errorf(http.StatusBadRequest, "template is required"))
+		return
+	}
+	noRedirect, _ := strconv.ParseBool(q.Get("no_redirect"))
+	holders, err := n.deleteTemplate(c, key, q.Get("digest"), noRedirect)
+	switch {
+	case err != nil:
+		writeError(w, err)
+	case len(holders) > 0:
+		writeJSON(w, http.StatusOK, sandboxd.ClaimResponse{Redirect: holders})
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 func (n *Node) handleCheckpoints(w http.ResponseWriter, r *http.Request) {

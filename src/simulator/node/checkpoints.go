@@ -152,7 +152,7 @@ func (n *Node) claimCheckpoint(ctx context.Context, c caller, id string, req san
 	}
 
 	start := time.Now()
-	sb, tier, aerr := n.provision(ctx, ck.rec.Key, c.tenantName(), "", lease, ck.rec.ID)
+	sb, tier, aerr := n.provision(ctx, ck.rec.Key, c.tenantName(), req.ClaimRef, lease, origin{checkpoint: ck.rec.ID})
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}

@@ -50,9 +50,10 @@ func (n *Node) admitLocked(tenant string, count int) *apiError {
 // claim serves POST /v1/claim for an authenticated caller.
 //
 // Order: admission (drain, node and tenant caps; a refused non-tenant
-// claim may still redirect to a warm peer), warm hit, warm-peer redirect
-// unless no_redirect, then local provisioning: a golden clone for a pooled
-// key, a cold boot otherwise.
+// claim may still redirect to a peer), then a clone of a promoted template
+// when the claim requires one or no pool serves the key (a pool wins),
+// warm hit, peer redirect unless no_redirect, then local provisioning: a
+// golden clone for a pooled key, a cold boot otherwise.
 func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (sandboxd.ClaimResponse, *apiError) {
 	key := req.Key()
 	if err := n.checkKey(key); err != nil {
@@ -66,18 +67,25 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	start := time.Now()
 
 	n.mu.Lock()
+	p := n.pools[key]
 	if refusal := n.admitLocked(tenant, 1); refusal != nil {
 		n.mu.Unlock()
 		if refusal != errTenantFull && !req.NoRedirect {
-			if peers := n.warmPeers(key); len(peers) > 0 {
-				n.stats.redirects.Add(1)
-				return sandboxd.ClaimResponse{Redirect: peers}, nil
+			if resp, ok := n.peerRedirect(key, !req.RequirePromoted, p == nil); ok {
+				return resp, nil
 			}
 		}
 		n.stats.refused.Add(1)
 		return sandboxd.ClaimResponse{}, refusal
 	}
-	if p := n.pools[key]; p != nil && len(p.warm) > 0 {
+	if tp := n.templates[key]; req.RequirePromoted || (p == nil && tp != nil) {
+		if tp != nil {
+			tp.users++ // claimPromoted ends the use
+		}
+		n.mu.Unlock()
+		return n.claimPromoted(ctx, tenant, req, key, tp, p != nil, lease, start)
+	}
+	if p != nil && len(p.warm) > 0 {
 		vm := p.warm[len(p.warm)-1]
 		p.warm = p.warm[:len(p.warm)-1]
 		sb := n.newSandboxLocked(key, vm, tenant, req.ClaimRef, lease, "")
@@ -97,13 +105,14 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	n.mu.Unlock()
 
 	if !req.NoRedirect {
-		if peers := n.warmPeers(key); len(peers) > 0 {
-			n.stats.redirects.Add(1)
-			return sandboxd.ClaimResponse{Redirect: peers}, nil
+		// Template holders only for an unpooled key: a local pool serves
+		// it, as it would win over a template held here.
+		if resp, ok := n.peerRedirect(key, true, p == nil); ok {
+			return resp, nil
 		}
 	}
 
-	sb, tier, aerr := n.provision(ctx, key, tenant, req.ClaimRef, lease, "")
+	sb, tier, aerr := n.provision(ctx, key, tenant, req.ClaimRef, lease, origin{})
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}
@@ -116,12 +125,20 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	return resp, nil
 }
 
+// origin is what a provisioned sandbox's disk starts from: a checkpoint
+// (its id is the claim's lineage), a promoted template (the claim carries
+// its digest), or neither: a fresh boot.
+type origin struct {
+	checkpoint string
+	template   *promoted
+}
+
 // provision boots a sandbox locally outside the lock: a golden clone when
 // the key's pool has a golden (RefillDelay), a cold boot otherwise
 // (ColdProvisionDelay). The slot is reserved first so concurrent
-// provisions cannot overshoot max_claims. fromCheckpoint branches clone
-// at RefillDelay too.
-func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claimRef string, lease time.Duration, fromCheckpoint string) (*claimed, *counter, *apiError) {
+// provisions cannot overshoot max_claims. Checkpoint branches and template
+// clones clone at RefillDelay too.
+func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claimRef string, lease time.Duration, src origin) (*claimed, *counter, *apiError) {
 	n.mu.Lock()
 	if refusal := n.admitLocked(tenant, 1); refusal != nil {
 		n.mu.Unlock()
@@ -129,12 +146,15 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 		return nil, nil, refusal
 	}
 	delay, tier := n.cfg.ColdProvisionDelay, &n.stats.claimsCold
-	if p := n.pools[key]; fromCheckpoint != "" || (p != nil && p.golden) {
+	if p := n.pools[key]; src.checkpoint != "" || src.template != nil || (p != nil && p.golden) {
 		delay, tier = n.cfg.RefillDelay, &n.stats.claimsClone
 	}
 	from := ""
-	if ck := n.checkpoints[fromCheckpoint]; ck != nil {
+	if ck := n.checkpoints[src.checkpoint]; ck != nil {
 		from = ck.dir
+	}
+	if src.template != nil {
+		from = src.template.dir
 	}
 	n.pending++
 	n.mu.Unlock()
@@ -184,7 +204,11 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 	if wm != nil {
 		n.warmMachines[vm], wm = wm, nil
 	}
-	return n.newSandboxLocked(key, vm, tenant, claimRef, lease, fromCheckpoint), tier, nil
+	sb := n.newSandboxLocked(key, vm, tenant, claimRef, lease, src.checkpoint)
+	if src.template != nil {
+		sb.templateDigest = src.template.rec.ContentDigest
+	}
+	return sb, tier, nil
 }
 
 // newSandboxLocked records a claim of vm under a fresh id and token.
@@ -225,12 +249,36 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string
 
 func (n *Node) claimResponse(sb *claimed) sandboxd.ClaimResponse {
 	return sandboxd.ClaimResponse{
-		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr, FromCheckpoint: sb.fromCheckpoint,
+		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr,
+		TemplateDigest: sb.templateDigest, FromCheckpoint: sb.fromCheckpoint,
 	}
 }
 
 func (n *Node) claimOf(sb *claimed) sandboxd.Claim {
-	return sandboxd.Claim{ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr, FromCheckpoint: sb.fromCheckpoint}
+	return sandboxd.Claim{
+		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr,
+		TemplateDigest: sb.templateDigest, FromCheckpoint: sb.fromCheckpoint,
+	}
+}
+
+// peerRedirect names the peers a claim of key may retry at: warm peers
+// (when warm), else (when templates) the holders of a promoted template
+// for key, with require_promoted set so the retry clones it. The caller
+// must not hold n.mu.
+func (n *Node) peerRedirect(key sandbox.PoolKey, warm, templates bool) (sandboxd.ClaimResponse, bool) {
+	if warm {
+		if peers := n.warmPeers(key); len(peers) > 0 {
+			n.stats.redirects.Add(1)
+			return sandboxd.ClaimResponse{Redirect: peers}, true
+		}
+	}
+	if templates {
+		if holders := n.templateHolders(key); len(holders) > 0 {
+			n.stats.redirects.Add(1)
+			return sandboxd.ClaimResponse{Redirect: holders, RequirePromoted: true}, true
+		}
+	}
+	return sandboxd.ClaimResponse{}, false
 }
 
 // warmPeers picks up to two peers that gossip says hold warm VMs for key,

@@ -67,6 +67,9 @@ type Peer interface {
 	WarmCount(key sandbox.PoolKey) int
 	// HasCheckpoint answers the checkpoint ownership probe.
 	HasCheckpoint(id string) bool
+	// HasTemplate reports whether the peer holds a promoted template for
+	// key (claims and template deletes redirect to the holders).
+	HasTemplate(key sandbox.PoolKey) bool
 }
 
 // Config configures one simulated node.

@@ -23,16 +23,17 @@ func errorf(status int, format string, args ...any) *apiError {
 // Messages shared by several endpoints. Unknown id and wrong token share
 // one text so a caller cannot tell which it was.
 var (
-	errUnauthorized  = &apiError{http.StatusUnauthorized, "unauthorized"}
-	errForbidden     = &apiError{http.StatusForbidden, "forbidden"}
-	errNotFound      = &apiError{http.StatusNotFound, "sandbox not found"}
-	errBadBody       = &apiError{http.StatusBadRequest, "invalid request body"}
-	errDraining      = &apiError{http.StatusTooManyRequests, "node draining"}
-	errNodeFull      = &apiError{http.StatusTooManyRequests, "node at max_claims"}
-	errTenantFull    = &apiError{http.StatusTooManyRequests, "tenant at max_claims"}
-	errNoCheckpoint  = &apiError{http.StatusNotFound, "checkpoint not found"}
-	errGuestNoListen = &apiError{http.StatusBadGateway, "guest unreachable"}
-	errPaused        = &apiError{http.StatusBadGateway, "sandbox is paused"}
+	errUnauthorized    = &apiError{http.StatusUnauthorized, "unauthorized"}
+	errForbidden       = &apiError{http.StatusForbidden, "forbidden"}
+	errNotFound        = &apiError{http.StatusNotFound, "sandbox not found"}
+	errBadBody         = &apiError{http.StatusBadRequest, "invalid request body"}
+	errDraining        = &apiError{http.StatusTooManyRequests, "node draining"}
+	errNodeFull        = &apiError{http.StatusTooManyRequests, "node at max_claims"}
+	errTenantFull      = &apiError{http.StatusTooManyRequests, "tenant at max_claims"}
+	errNoCheckpoint    = &apiError{http.StatusNotFound, "checkpoint not found"}
+	errUnknownTemplate = &apiError{http.StatusNotFound, "unknown template"}
+	errGuestNoListen   = &apiError{http.StatusBadGateway, "guest unreachable"}
+	errPaused          = &apiError{http.StatusBadGateway, "sandbox is paused"}
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -173,7 +173,7 @@ func TestCheckpointsOrderScopeAndClaim(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("v2"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	branch, err := b.ClaimCheckpoint(ctx, first.ID, sandboxd.CheckpointClaimRequest{TTLSeconds: 60})
+	branch, err := b.ClaimCheckpoint(ctx, first.ID, sandboxd.CheckpointClaimRequest{TTLSeconds: 60, ClaimRef: "team-b/branch"})
 	if err != nil {
 		t.Fatalf("claim checkpoint: %v", err)
 	}
@@ -185,8 +185,8 @@ func TestCheckpointsOrderScopeAndClaim(t *testing.T) {
 		t.Fatalf("branch disk = %q %v, want v1", got, err)
 	}
 	rows, _ := b.Sandboxes(ctx, "")
-	if len(rows) != 1 || rows[0].FromCheckpoint != first.ID {
-		t.Fatalf("branch attributed to the caller with its lineage: %+v", rows)
+	if len(rows) != 1 || rows[0].FromCheckpoint != first.ID || rows[0].ClaimRef != "team-b/branch" {
+		t.Fatalf("branch attributed to the caller with its lineage and claim reference: %+v", rows)
 	}
 	_, err = b.ClaimCheckpoint(ctx, "ck_unknown", sandboxd.CheckpointClaimRequest{})
 	wantStatus(t, err, http.StatusNotFound, sandboxd.ErrNotFound)

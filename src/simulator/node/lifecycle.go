@@ -131,7 +131,7 @@ func (n *Node) renew(id, bearer string, ttlSeconds int) (time.Time, *apiError) {
 	return sb.deadline, nil
 }
 
-// parentLocked resolves the sandbox behind a fork or checkpoint: the body
+// parentLocked resolves the sandbox behind a fork, checkpoint or promote: the body
 // token proves ownership; the root token with an empty body token acts by
 // id as the operator.
 func (n *Node) parentLocked(c caller, id, bodyToken string) (*claimed, *apiError) {
@@ -151,7 +151,7 @@ func (n *Node) parentLocked(c caller, id, bodyToken string) (*claimed, *apiError
 // hibernate, fork, checkpoint (and promote) answer 409 there.
 func staysLive(sb *claimed, verb string) *apiError {
 	if sb.key.Net == netEgress {
-		return errorf(http.StatusConflict, "%s: egress-lane sandboxes stay live (no hibernate, fork or checkpoint)", verb)
+		return errorf(http.StatusConflict, "%s: egress-lane sandboxes stay live (no hibernate, fork, checkpoint or promote)", verb)
 	}
 	return nil
 }

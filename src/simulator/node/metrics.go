@@ -20,6 +20,7 @@ type counters struct {
 	hibernates, wakes, wakeNanos        counter
 	forks, forkChildren                 counter
 	checkpoints, checkpointClaims       counter
+	promotes, templateClaims            counter
 	sandboxGets, ownerLookups           counter
 	relayRequests, relays               counter
 }
@@ -36,6 +37,9 @@ type Counters struct {
 	Hibernates, Wakes             int64
 	Forks, ForkChildren           int64
 	Checkpoints, CheckpointClaims int64
+	// Promotes counts templates promoted (a re-promote too);
+	// TemplateClaims the claims cloned from one.
+	Promotes, TemplateClaims int64
 	// SandboxGets counts GET /v1/sandboxes/{id} requests, any outcome.
 	SandboxGets int64
 	// OwnerLookups counts GET /v1/sandboxes/{id}/owner requests, any outcome.
@@ -55,6 +59,7 @@ func (n *Node) Counters() Counters {
 		Hibernates: s.hibernates.Load(), Wakes: s.wakes.Load(),
 		Forks: s.forks.Load(), ForkChildren: s.forkChildren.Load(),
 		Checkpoints: s.checkpoints.Load(), CheckpointClaims: s.checkpointClaims.Load(),
+		Promotes: s.promotes.Load(), TemplateClaims: s.templateClaims.Load(),
 		SandboxGets: s.sandboxGets.Load(), OwnerLookups: s.ownerLookups.Load(),
 		RelayRequests: s.relayRequests.Load(), Relays: s.relays.Load(),
 	}
@@ -68,7 +73,7 @@ func (n *Node) renderMetrics() string {
 	for k, v := range n.tenantLive {
 		tenantLive[k] = v
 	}
-	checkpoints := len(n.checkpoints)
+	checkpoints, templates := len(n.checkpoints), len(n.templates)
 	n.mu.Unlock()
 
 	var b strings.Builder
@@ -93,6 +98,8 @@ func (n *Node) renderMetrics() string {
 	fmt.Fprintf(&b, "sandboxd_draining %d\n", boolInt(info.Draining))
 	gauge("sandboxd_checkpoints", "Checkpoint records held by this node.")
 	fmt.Fprintf(&b, "sandboxd_checkpoints %d\n", checkpoints)
+	gauge("sandboxd_templates", "Promoted templates held by this node.")
+	fmt.Fprintf(&b, "sandboxd_templates %d\n", templates)
 
 	gauge("sandboxd_tenant_claims", "Live claims per configured tenant.")
 	names := make([]string, 0, len(n.cfg.Tenants))
@@ -128,6 +135,8 @@ func (n *Node) renderMetrics() string {
 		{"sandboxd_fork_children_total", "Sandboxes created by forks.", c.ForkChildren},
 		{"sandboxd_checkpoints_total", "Checkpoints created.", c.Checkpoints},
 		{"sandboxd_checkpoint_claims_total", "Claims branched from checkpoints.", c.CheckpointClaims},
+		{"sandboxd_promotes_total", "Templates promoted.", c.Promotes},
+		{"sandboxd_template_claims_total", "Claims cloned from promoted templates.", c.TemplateClaims},
 		{"sandboxd_sim_sandbox_gets_total", "GET /v1/sandboxes/{id} requests received.", c.SandboxGets},
 		{"sandboxd_sim_owner_lookups_total", "GET /v1/sandboxes/{id}/owner requests received.", c.OwnerLookups},
 		{"sandboxd_sim_relay_requests_total", "Guest-port relay requests received.", c.RelayRequests},

@@ -40,6 +40,7 @@ type Node struct {
 	pools       map[sandbox.PoolKey]*pool
 	sandboxes   map[string]*claimed
 	checkpoints map[string]*checkpoint
+	templates   map[sandbox.PoolKey]*promoted
 	tenantLive  map[string]int
 	pending     int // claims provisioning outside the lock, counted against MaxClaims
 	draining    bool
@@ -117,6 +118,7 @@ func newNode(cfg Config) (*Node, error) {
 		pools:        map[sandbox.PoolKey]*pool{},
 		sandboxes:    map[string]*claimed{},
 		checkpoints:  map[string]*checkpoint{},
+		templates:    map[sandbox.PoolKey]*promoted{},
 		tenantLive:   map[string]int{},
 		relays:       map[*relay]struct{}{},
 		warmMachines: map[string]*warmMachine{},

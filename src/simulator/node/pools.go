@@ -222,6 +222,7 @@ func (n *Node) info() sandboxd.Info {
 			out.Hibernated++
 		}
 	}
+	out.Templates = n.templateRowsLocked()
 	return out
 }
 

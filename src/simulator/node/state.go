@@ -31,6 +31,7 @@ type claimed struct {
 	tenant         string
 	claimRef       string
 	fromCheckpoint string
+	templateDigest string // set when cloned from a promoted template
 	claimedAt      time.Time
 	deadline       time.Time
 	lease          time.Duration // what the last claim/renew granted
@@ -59,6 +60,11 @@ func randomHex(nbytes int) string {
 func newSandboxID() string { return "sb_" + randomHex(10) }
 
 func newCheckpointID() string { return "ck_" + randomHex(10) }
+
+// newTemplateDirName names a promoted template's saved disk under the
+// node's scratch directory; a fresh name per promote, so a re-promote
+// never writes over files a clone may be reading.
+func newTemplateDirName() string { return "tp_" + randomHex(10) }
 
 func newVMName() string { return "sbx-" + randomHex(6) }
 

@@ -79,21 +79,31 @@ func Base() (string, error) {
 }
 
 // DefaultPath returns where tools/build/rootfs.sh links the current tree when
-// SANDBOX_OPERATOR_BASE_ROOTFS is not set, without checking that it exists. It
-// follows the scripts' rule for the cache root, which on every OS is the XDG
-// one (not os.UserCacheDir's), because the same path must come out of both.
+// SANDBOX_OPERATOR_BASE_ROOTFS is not set, without checking that it exists.
 func DefaultPath() (string, error) {
-	cache := os.Getenv("SANDBOX_OPERATOR_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home := os.Getenv("HOME")
-			if home == "" {
-				return "", errors.New("neither SANDBOX_OPERATOR_CACHE, XDG_CACHE_HOME nor HOME is set, so the user's cache cannot be found")
-			}
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "sandbox-operator")
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(cache, "rootfs", "base"), nil
+}
+
+// CacheDir is the user's cache root of this project, which the scripts and
+// the local tools share: SANDBOX_OPERATOR_CACHE, else sandbox-operator
+// under the XDG cache directory. It follows the scripts' rule on every OS
+// (the XDG one, not os.UserCacheDir's), because the same path must come
+// out of both.
+func CacheDir() (string, error) {
+	if cache := os.Getenv("SANDBOX_OPERATOR_CACHE"); cache != "" {
+		return cache, nil
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home := os.Getenv("HOME")
+		if home == "" {
+			return "", errors.New("neither SANDBOX_OPERATOR_CACHE, XDG_CACHE_HOME nor HOME is set, so the user's cache cannot be found")
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "sandbox-operator"), nil
 }

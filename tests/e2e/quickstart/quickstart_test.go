@@ -33,7 +33,9 @@ func TestQuickstartAgainstLocalSystem(t *testing.T) {
 	out := project.Run(t, runCtx, env, "quickstart.mjs")
 	for _, want := range []string{"created sandbox sb-", "command said: hello from the sandbox",
 		"inside the sandbox: cwd /home/user, user user, hostname sb-", "holds: written by the quickstart",
-		"port 8000 served: hello from a web server in the sandbox", "killed sandbox sb-"} {
+		"port 8000 served: hello from a web server in the sandbox", "killed sandbox sb-",
+		"built template quickstart (", "sandbox from the template holds: hello from a template / HELLO FROM A TEMPLATE",
+		"deleted template quickstart"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}

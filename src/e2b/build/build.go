@@ -1,0 +1,153 @@
+package build
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// reasonLines is how many of the failing step's last lines a failure
+// reason carries, whatever the log bound dropped.
+const reasonLines = 20
+
+// maxLineBytes bounds one log line; a command printing one huge line
+// must not hold the log's memory.
+const maxLineBytes = 4 << 10
+
+// Spec is what a build request names.
+type Spec struct {
+	Namespace string
+	// Name is the template's name within Namespace; TemplateID is its
+	// stable id (see TemplateID).
+	Name       string
+	TemplateID string
+	// Size is the sandbox size the template is built and served at.
+	Size string
+	// CPUCount and MemoryMB are the figures of Size, reported back.
+	CPUCount int
+	MemoryMB int
+}
+
+// Build is one template build. Its methods are safe for concurrent use.
+type Build struct {
+	ID string
+	Spec
+
+	m *Manager
+
+	mu       sync.Mutex
+	status   Status
+	def      any // the definition Start was given; nil before
+	queued   bool
+	logs     []LogEntry
+	dropped  int
+	recent   []LogEntry // the current step's last lines, for a failure reason
+	step     string
+	reason   *Reason
+	created  time.Time
+	updated  time.Time
+	finished time.Time
+	cancel   context.CancelFunc
+}
+
+// Definition is what Start was given, nil before.
+func (b *Build) Definition() any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.def
+}
+
+// Log appends a line to the build's log. Lines past the manager's bound
+// are dropped (and counted); the failing step's last lines are kept apart
+// for the failure reason either way.
+func (b *Build) Log(step, level, message string) {
+	if len(message) > maxLineBytes {
+		message = message[:maxLineBytes] + "…"
+	}
+	e := LogEntry{Timestamp: b.m.cfg.Clock.Now().UTC(), Level: level, Message: message, Step: step}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if step != b.step {
+		b.step, b.recent = step, b.recent[:0]
+	}
+	if len(b.recent) == reasonLines {
+		b.recent = append(b.recent[:0], b.recent[1:]...)
+	}
+	b.recent = append(b.recent, e)
+	if len(b.logs) >= b.m.cfg.LogLines {
+		b.dropped++
+		return
+	}
+	b.logs = append(b.logs, e)
+	b.updated = e.Timestamp
+}
+
+// View is a build's state at one moment.
+type View struct {
+	ID, TemplateID string
+	Status         Status
+	// Logs are the log lines from the offset asked for.
+	Logs []LogEntry
+	// Dropped counts the lines the log bound dropped.
+	Dropped  int
+	Reason   *Reason
+	Created  time.Time
+	Updated  time.Time
+	Finished time.Time
+	Spec     Spec
+}
+
+// View returns the build's state with at most limit log lines from
+// offset (limit 0 is all).
+func (b *Build) View(offset, limit int) View {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v := View{
+		ID: b.ID, TemplateID: b.TemplateID, Status: b.status, Dropped: b.dropped,
+		Created: b.created, Updated: b.updated, Finished: b.finished, Spec: b.Spec,
+	}
+	if b.reason != nil {
+		r := *b.reason
+		r.Logs = append([]LogEntry(nil), r.Logs...)
+		v.Reason = &r
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	if offset < len(b.logs) {
+		end := len(b.logs)
+		if limit > 0 && offset+limit < end {
+			end = offset + limit
+		}
+		v.Logs = append([]LogEntry(nil), b.logs[offset:end]...)
+	}
+	return v
+}
+
+// Status is the build's current state.
+func (b *Build) Status() Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.status
+}
+
+// finish records the build's end from the Runner's error.
+func (b *Build) finish(err error) {
+	now := b.m.cfg.Clock.Now().UTC()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.finished, b.updated, b.cancel = now, now, nil
+	if err == nil {
+		b.status = Ready
+		return
+	}
+	b.status = Error
+	r := &Reason{Message: err.Error()}
+	if f, ok := asFailure(err); ok {
+		r.Message, r.Step = f.Message, f.Step
+		if f.Step == b.step {
+			r.Logs = append([]LogEntry(nil), b.recent...)
+		}
+	}
+	b.reason = r
+}

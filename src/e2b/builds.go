@@ -1,0 +1,305 @@
+package e2b
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+
+	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/buildsteps"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+)
+
+// maxBuildBodyBytes bounds a build definition: the SDK sends every step's
+// arguments in one body.
+const maxBuildBodyBytes = 4 << 20
+
+// maxStatusLogs bounds the log lines one status poll returns; the SDK
+// polls from its offset until no lines are left.
+const maxStatusLogs = 1000
+
+// filesHashRE is the files hash the SDK keys an upload by.
+var filesHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// serveBuilds registers the template build API, or, when builds are off,
+// answers its routes with what turns them on.
+func (s *Server) serveBuilds(mux *http.ServeMux) {
+	for _, p := range []string{"POST /templates/tags", "DELETE /templates/tags"} {
+		mux.Handle(p, s.authed(unsupportedTags))
+	}
+	routes := map[string]handlerFunc{
+		"POST /v3/templates":                                  s.requestBuild,
+		"GET /templates/{templateID}/files/{hash}":            s.fileUploadLink,
+		"POST /v2/templates/{templateID}/builds/{buildID}":    s.startBuild,
+		"GET /templates/{templateID}/builds/{buildID}/status": s.buildStatus,
+	}
+	if s.cfg.Builds == nil {
+		for p := range routes {
+			mux.Handle(p, s.authed(func(w http.ResponseWriter, _ *http.Request, _ caller) {
+				writeError(w, http.StatusNotImplemented, "template builds are not enabled on this server (--e2b-builds)")
+			}))
+		}
+		return
+	}
+	for p, h := range routes {
+		mux.Handle(p, s.authed(h))
+	}
+	if up := s.cfg.Builds.Uploads; up != nil {
+		// The signature in the URL is the upload's authorization: the
+		// SDK sends no API key with it.
+		mux.Handle("PUT /e2b-files/", up)
+	}
+}
+
+// requestBuild is POST /v3/templates: it registers a build of the named
+// template, which waits for its definition.
+func (s *Server) requestBuild(w http.ResponseWriter, r *http.Request, c caller) {
+	var req templateBuildRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	name := cmp.Or(req.Name, req.Alias)
+	if err := build.ValidName(name); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid template name: "+err.Error())
+		return
+	}
+	for _, t := range req.Tags {
+		if t != "default" {
+			writeError(w, http.StatusBadRequest, "template tags are not supported by this server: build each version under its own name")
+			return
+		}
+	}
+	if _, ok := s.cfg.Aliases[name]; ok {
+		writeError(w, http.StatusConflict, fmt.Sprintf("%q is an alias of the server's alias file; build under another name", name))
+		return
+	}
+	if (req.CPUCount != nil && *req.CPUCount < 1) || (req.MemoryMB != nil && *req.MemoryMB < 1) {
+		writeError(w, http.StatusBadRequest, "cpuCount and memoryMB must be positive")
+		return
+	}
+	spec := build.Spec{Namespace: c.namespace, Name: name, TemplateID: build.TemplateID(c.namespace, name)}
+	if req.CPUCount != nil {
+		spec.CPUCount = *req.CPUCount
+	}
+	if req.MemoryMB != nil {
+		spec.MemoryMB = *req.MemoryMB
+	}
+	b, err := s.builds.Register(spec)
+	switch {
+	case errors.Is(err, build.ErrBusy):
+		writeError(w, http.StatusConflict, "a build of this template is already in progress")
+		return
+	case errors.Is(err, build.ErrFull):
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "could not register the build")
+		return
+	}
+	writeJSON(w, http.StatusAccepted, templateRequestResponse{
+		TemplateID: b.TemplateID, BuildID: b.ID, Names: []string{name}, Aliases: []string{name}, Tags: []string{"default"},
+	})
+}
+
+// ownBuild finds the path's build in the caller's namespace; another
+// namespace's is 404 like one that does not exist.
+func (s *Server) ownBuild(w http.ResponseWriter, r *http.Request, c caller) (*build.Build, bool) {
+	b, ok := s.builds.Get(r.PathValue("templateID"), r.PathValue("buildID"))
+	if !ok || b.Namespace != c.namespace {
+		writeError(w, http.StatusNotFound, "build not found")
+		return nil, false
+	}
+	return b, true
+}
+
+// fileUploadLink is GET /templates/{templateID}/files/{hash}: whether a
+// COPY step's archive is stored, and where to upload it if not.
+func (s *Server) fileUploadLink(w http.ResponseWriter, r *http.Request, c caller) {
+	id, hash := r.PathValue("templateID"), r.PathValue("hash")
+	if !filesHashRE.MatchString(hash) {
+		writeError(w, http.StatusBadRequest, "the files hash must be 64 lowercase hex digits")
+		return
+	}
+	known := false
+	for _, b := range s.builds.Builds(c.namespace) {
+		known = known || b.TemplateID == id
+	}
+	if !known {
+		writeError(w, http.StatusNotFound, "template not found: request a build first")
+		return
+	}
+	link, err := s.cfg.Builds.Store.UploadLink(r.Context(), requestBase(r), id, hash)
+	if err != nil {
+		s.log.Error("e2b: the build store could not hand out an upload link", "template", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "the build store could not hand out an upload link")
+		return
+	}
+	writeJSON(w, http.StatusCreated, fileUploadResponse{Present: link.Present, URL: link.URL, Headers: link.Headers})
+}
+
+// requestBase is the scheme and host the caller reached this surface at,
+// which the directory store builds its upload URLs on.
+func requestBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// buildDefinition is what a started build runs.
+type buildDefinition struct {
+	template buildsteps.Template
+	base     source
+}
+
+// startBuild is POST /v2/templates/{templateID}/builds/{buildID}: the
+// build's definition. It starts the build, or queues it (429) when every
+// build slot is taken.
+func (s *Server) startBuild(w http.ResponseWriter, r *http.Request, c caller) {
+	b, ok := s.ownBuild(w, r, c)
+	if !ok {
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBuildBodyBytes))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("could not read the build definition (at most %d bytes)", maxBuildBodyBytes))
+		return
+	}
+	// The SDK sends each step as it holds it, with fields of its own
+	// (forceUpload, gzip, …): unknown fields are ignored here.
+	var tpl buildsteps.Template
+	if err := json.Unmarshal(raw, &tpl); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid build definition: "+err.Error())
+		return
+	}
+	if err := tpl.Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid build definition: "+err.Error())
+		return
+	}
+	base, msg := s.buildBase(r, c, tpl)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if msg := fitsSize(b.Spec, base.Key.WithDefaults().Size); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	switch err := s.builds.Start(b, buildDefinition{template: tpl, base: base}); {
+	case err == nil:
+		w.WriteHeader(http.StatusAccepted)
+	case errors.Is(err, build.ErrQueued):
+		w.Header().Set("Retry-After", strconv.Itoa(max(s.cfg.RetryAfterSeconds, 5)))
+		writeError(w, http.StatusTooManyRequests, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, "could not start the build")
+	}
+}
+
+// buildBase resolves what a build starts from: fromTemplate like a
+// create's template, or fromImage as an image a pool serves. It returns
+// the 400 message when there is none.
+func (s *Server) buildBase(r *http.Request, c caller, tpl buildsteps.Template) (source, string) {
+	ref, what := tpl.FromTemplate, "fromTemplate"
+	if ref == "" {
+		ref, what = tpl.FromImage, "fromImage"
+	}
+	if ref == "" {
+		return source{}, "the build names no base: set fromTemplate (such as 'base') or fromImage"
+	}
+	if err := validTemplateID(ref); err != nil {
+		return source{}, fmt.Sprintf("invalid %s: %s", what, err)
+	}
+	src, err := s.resolveSource(r.Context(), c.namespace, ref)
+	switch {
+	case errors.Is(err, errNoTemplate):
+		return source{}, fmt.Sprintf("%s %q names no template, alias or image a warm pool serves here (use fromTemplate with an alias of the server, such as 'base')", what, ref)
+	case err != nil:
+		return source{}, "the base could not be resolved: " + err.Error()
+	case src.Checkpoint != nil:
+		return source{}, "a build cannot start from a snapshot; start a sandbox from it and snapshot that instead"
+	}
+	return src, ""
+}
+
+// fitsSize refuses a build whose requested CPUs or memory exceed the size
+// tier of its base: a template is served at its base's size.
+func fitsSize(spec build.Spec, size string) string {
+	tier, ok := sandbox.SizeOf(size)
+	if !ok {
+		return ""
+	}
+	if spec.CPUCount > tier.CPUCount || spec.MemoryMB > tier.MemoryMiB {
+		return fmt.Sprintf("cpuCount %d / memoryMB %d exceed the base's size %q (%d CPUs, %d MiB): templates are served at their base's size",
+			spec.CPUCount, spec.MemoryMB, size, tier.CPUCount, tier.MemoryMiB)
+	}
+	return ""
+}
+
+// buildStatus is GET /templates/{templateID}/builds/{buildID}/status.
+func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
+	q := r.URL.Query()
+	offset, err := strconv.Atoi(cmp.Or(q.Get("logsOffset"), "0"))
+	if err != nil || offset < 0 {
+		writeError(w, http.StatusBadRequest, "logsOffset must be a non-negative integer")
+		return
+	}
+	limit, err := strconv.Atoi(cmp.Or(q.Get("limit"), strconv.Itoa(maxStatusLogs)))
+	if err != nil || limit < 1 {
+		writeError(w, http.StatusBadRequest, "limit must be a positive integer")
+		return
+	}
+	minLevel, ok := levelRank[cmp.Or(q.Get("level"), build.LevelDebug)]
+	if !ok {
+		writeError(w, http.StatusBadRequest, "level must be one of debug, info, warn, error")
+		return
+	}
+	id, buildID := r.PathValue("templateID"), r.PathValue("buildID")
+	b, ok := s.builds.Get(id, buildID)
+	if !ok || b.Namespace != c.namespace {
+		// Built by another replica or before a restart: a published
+		// template answers for its own build, without logs.
+		p, found, err := s.catalog.lookup(r.Context(), c.namespace, id)
+		if err != nil {
+			s.fleetError(w, err, "read the build")
+			return
+		}
+		if !found || p.TemplateID != id || build.PublishedBuildID(p.Digest) != buildID {
+			writeError(w, http.StatusNotFound, "build not found")
+			return
+		}
+		writeJSON(w, http.StatusOK, buildInfo{TemplateID: id, BuildID: buildID, Status: string(build.Ready), Logs: []string{}, LogEntries: []buildLogEntry{}})
+		return
+	}
+	v := b.View(offset, min(limit, maxStatusLogs))
+	out := buildInfo{TemplateID: id, BuildID: buildID, Status: string(v.Status), Logs: []string{}, LogEntries: []buildLogEntry{}}
+	// logsOffset counts every line of the log; a level filter only thins
+	// the page it starts.
+	for _, e := range v.Logs {
+		if levelRank[e.Level] < minLevel {
+			continue
+		}
+		out.LogEntries = append(out.LogEntries, wireLog(e))
+		out.Logs = append(out.Logs, e.Message)
+	}
+	if v.Reason != nil {
+		out.Reason = &buildStatusReason{Message: v.Reason.Message, Step: v.Reason.Step, LogEntries: []buildLogEntry{}}
+		for _, e := range v.Reason.Logs {
+			out.Reason.LogEntries = append(out.Reason.LogEntries, wireLog(e))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+var levelRank = map[string]int{build.LevelDebug: 0, build.LevelInfo: 1, build.LevelWarn: 2, build.LevelError: 3}
+
+func wireLog(e build.LogEntry) buildLogEntry {
+	return buildLogEntry{Timestamp: e.Timestamp, Level: e.Level, Message: e.Message, Step: e.Step}
+}

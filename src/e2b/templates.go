@@ -1,0 +1,212 @@
+package e2b
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// Templates a build published are listed, read and deleted here, whether
+// or not this process serves builds: they live on the nodes (see
+// catalog), so every replica answers for them. Snapshots share the
+// delete route, as in e2b.
+
+// templateRows renders the namespace's templates: the published ones,
+// then those with a build in this process that has not published yet.
+func (s *Server) templateRows(ctx context.Context, namespace string) ([]templateListed, error) {
+	pubs, err := s.catalog.list(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	rows := []templateListed{}
+	seen := map[string]int{}
+	for _, p := range pubs {
+		seen[p.TemplateID] = len(rows)
+		rows = append(rows, templateListed{
+			TemplateID: p.TemplateID, BuildID: build.PublishedBuildID(p.Digest), BuildStatus: string(build.Ready),
+			CPUCount: p.CPUCount, MemoryMB: p.MemoryMB, EnvdVersion: s.cfg.EnvdVersion,
+			Aliases: []string{p.Name}, Names: []string{p.Name}, CreatedAt: p.Created, UpdatedAt: p.Created,
+			CreatedBy: []byte("null"), BuildCount: 1,
+		})
+	}
+	if s.builds == nil {
+		return rows, nil
+	}
+	for _, b := range s.builds.Builds(namespace) {
+		v := b.View(0, 1)
+		row := templateListed{
+			TemplateID: b.TemplateID, BuildID: b.ID, BuildStatus: string(v.Status),
+			CPUCount: v.Spec.CPUCount, MemoryMB: v.Spec.MemoryMB, EnvdVersion: s.cfg.EnvdVersion,
+			Aliases: []string{b.Name}, Names: []string{b.Name}, CreatedAt: v.Created, UpdatedAt: v.Updated,
+			CreatedBy: []byte("null"), BuildCount: 1,
+		}
+		i, ok := seen[b.TemplateID]
+		switch {
+		case !ok:
+			seen[b.TemplateID] = len(rows)
+			rows = append(rows, row)
+		case !v.Status.Done():
+			// A rebuild in progress: the template is there, its newest
+			// build is not done.
+			rows[i].BuildID, rows[i].BuildStatus, rows[i].UpdatedAt = b.ID, string(v.Status), v.Updated
+			rows[i].BuildCount++
+		}
+	}
+	return rows, nil
+}
+
+// listTemplates is GET /templates.
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c caller) {
+	rows, err := s.templateRows(r.Context(), c.namespace)
+	if err != nil {
+		s.fleetError(w, err, "list templates")
+		return
+	}
+	writeJSON(w, http.StatusOK, rows)
+}
+
+// getTemplate is GET /templates/{templateID}: the template with the
+// builds this process knows of, or the published build alone.
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c caller) {
+	id := r.PathValue("templateID")
+	p, ok, err := s.catalog.lookup(r.Context(), c.namespace, id)
+	if err != nil {
+		s.fleetError(w, err, "get the template")
+		return
+	}
+	var out templateDetail
+	if ok {
+		out = templateDetail{
+			TemplateID: p.TemplateID, Aliases: []string{p.Name}, Names: []string{p.Name},
+			CreatedAt: p.Created, UpdatedAt: p.Created,
+		}
+		finished := p.Created
+		out.Builds = append(out.Builds, templateBuild{
+			BuildID: build.PublishedBuildID(p.Digest), Status: string(build.Ready), CPUCount: p.CPUCount, MemoryMB: p.MemoryMB,
+			EnvdVersion: s.cfg.EnvdVersion, CreatedAt: p.Created, UpdatedAt: p.Created, FinishedAt: &finished,
+		})
+	}
+	if s.builds != nil {
+		for _, b := range s.builds.Builds(c.namespace) {
+			if b.TemplateID != id && !(build.ValidName(id) == nil && b.Name == id) {
+				continue
+			}
+			v := b.View(0, 1)
+			if !ok {
+				ok = true
+				out = templateDetail{TemplateID: b.TemplateID, Aliases: []string{b.Name}, Names: []string{b.Name}, CreatedAt: v.Created}
+			}
+			tb := templateBuild{
+				BuildID: b.ID, Status: string(v.Status), CPUCount: v.Spec.CPUCount, MemoryMB: v.Spec.MemoryMB,
+				EnvdVersion: s.cfg.EnvdVersion, CreatedAt: v.Created, UpdatedAt: v.Updated,
+			}
+			if v.Status.Done() {
+				finished := v.Finished
+				tb.FinishedAt = &finished
+			}
+			out.Builds = append(out.Builds, tb)
+			if v.Updated.After(out.UpdatedAt) {
+				out.UpdatedAt = v.Updated
+			}
+		}
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, "template not found")
+		return
+	}
+	// Newest build first, as e2b lists them.
+	slices.Reverse(out.Builds)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// templateSubresource serves GET /templates/aliases/{alias} and GET
+// /templates/{templateID}/tags.
+func (s *Server) templateSubresource(w http.ResponseWriter, r *http.Request, c caller) {
+	switch {
+	case r.PathValue("first") == "aliases":
+		s.getAlias(w, r, c, r.PathValue("second"))
+	case r.PathValue("second") == "tags":
+		unsupportedTags(w, r, c)
+	default:
+		writeError(w, http.StatusNotFound, "no such endpoint")
+	}
+}
+
+// getAlias is GET /templates/aliases/{alias}: whether a template goes by
+// the name. A name of another namespace is 404 like one that does not
+// exist, so no caller learns what another namespace built.
+func (s *Server) getAlias(w http.ResponseWriter, r *http.Request, c caller, alias string) {
+	if _, ok := s.cfg.Aliases[alias]; ok {
+		writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: alias, Public: true})
+		return
+	}
+	if build.ValidName(alias) == nil {
+		p, ok, err := s.catalog.lookup(r.Context(), c.namespace, alias)
+		if err != nil {
+			s.fleetError(w, err, "look the alias up")
+			return
+		}
+		if ok && p.Name == alias {
+			writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: p.TemplateID})
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "template alias not found")
+}
+
+// deleteTemplate is DELETE /templates/{templateID}: a snapshot (how the
+// SDK deletes one) or a published template, removed from every node that
+// holds it, with its uploaded archives.
+func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller) {
+	id := r.PathValue("templateID")
+	if strings.HasPrefix(id, checkpointPrefix) {
+		s.deleteSnapshot(w, r, c)
+		return
+	}
+	if s.builds != nil {
+		for _, b := range s.builds.Builds(c.namespace) {
+			if (b.TemplateID == id || b.Name == id) && !b.Status().Done() {
+				writeError(w, http.StatusConflict, "the template has a build in progress; delete it once the build is done")
+				return
+			}
+		}
+	}
+	p, ok, err := s.catalog.lookup(r.Context(), c.namespace, id)
+	if err != nil {
+		s.fleetError(w, err, "delete the template")
+		return
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, "template not found")
+		return
+	}
+	defer s.catalog.invalidate()
+	for _, addr := range p.Holders {
+		n, err := s.fleet.Client(addr)
+		if err == nil {
+			err = n.DeleteTemplate(r.Context(), p.Key, "")
+		}
+		if err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+			s.fleetError(w, err, "delete the template")
+			return
+		}
+	}
+	if s.cfg.Builds != nil {
+		if err := s.cfg.Builds.Store.DeleteTemplate(r.Context(), p.TemplateID); err != nil {
+			// The template is gone; only its archives are left.
+			s.log.Warn("e2b: deleting a template's uploaded archives failed", "template", p.TemplateID, "err", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// unsupportedTags answers the tag routes: a template here is one name
+// with one current build.
+func unsupportedTags(w http.ResponseWriter, _ *http.Request, _ caller) {
+	writeError(w, http.StatusNotImplemented, "template tags are not supported by this server: a template is one name with its latest build")
+}

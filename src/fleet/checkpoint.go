@@ -1,0 +1,74 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// CheckpointClaimRequest is a claim of a fresh sandbox branched from a
+// checkpoint.
+type CheckpointClaimRequest struct {
+	Ref sandbox.ClaimRef
+	// Checkpoint is the checkpoint id ("ck_…") and NodeAddr the node that
+	// listed it; the claim enters there and follows the node's redirects
+	// to the peers that hold it, as sandboxd's checkpoint claim does.
+	Checkpoint string
+	NodeAddr   string
+	// TTLSeconds is the lease asked for; 0 takes the node's default.
+	TTLSeconds int
+}
+
+// ClaimCheckpoint claims a sandbox branched from a checkpoint, with its
+// token. The branch takes the checkpoint's pool key. An unknown checkpoint
+// wraps ErrNotFound.
+func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest) (Claimed, error) {
+	if _, err := sandbox.NewClaimRef(req.Ref.Namespace, req.Ref.Name); err != nil {
+		return Claimed{}, fmt.Errorf("fleet: claim checkpoint: %w: %w", ErrInvalid, err)
+	}
+	c, err := f.Client(req.NodeAddr)
+	if err != nil {
+		return Claimed{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.NodeTimeout)
+	defer cancel()
+	body := sandboxd.CheckpointClaimRequest{TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String()}
+	cl, err := c.ClaimCheckpoint(ctx, req.Checkpoint, body)
+	if err != nil {
+		if errors.Is(err, sandboxd.ErrNotFound) {
+			return Claimed{}, fmt.Errorf("fleet: claim checkpoint %s: %w", req.Checkpoint, ErrNotFound)
+		}
+		if !errors.Is(err, sandboxd.ErrBadRequest) && !errors.Is(err, sandboxd.ErrConflict) && !errors.Is(err, sandboxd.ErrCapacity) {
+			// The node may have granted it before the answer was lost.
+			f.releaseOrphans(req.NodeAddr, body.ClaimRef)
+		}
+		return Claimed{}, fmt.Errorf("fleet: claim checkpoint %s: %w", req.Checkpoint, err)
+	}
+	id, ok := sandbox.CanonicalID(cl.ID)
+	if !ok {
+		return Claimed{}, fmt.Errorf("fleet: node %s answered a malformed sandbox id", req.NodeAddr)
+	}
+	owner := cmp.Or(cl.OwnerAddr, req.NodeAddr)
+	// The answer names no key; the branch has the checkpoint's, which
+	// the node reports for the sandbox.
+	key := sandbox.PoolKey{}
+	if info, err := c.At(owner); err == nil {
+		if row, err := info.Sandbox(ctx, id); err == nil {
+			key = row.Key
+		}
+	}
+	all := f.cfg.View.Nodes()
+	sb := Sandbox{
+		ID: id, ClaimRef: req.Ref, Key: key,
+		Node: nodeName(all, owner, Node{Name: owner, Addr: owner}), NodeAddr: owner,
+		ClaimedAt: f.cfg.Clock.Now(), Deadline: cl.Deadline,
+	}
+	if f.rec != nil {
+		f.rec.Claimed(sb)
+	}
+	return Claimed{Sandbox: sb, Token: cl.Token}, nil
+}
