@@ -48,6 +48,8 @@ func Run(t *testing.T, newFleet NewFunc) {
 		{"PauseResumeRenew", pauseResumeRenew},
 		{"Fork", fork},
 		{"Checkpoint", checkpoint},
+		{"ClaimCheckpoint", claimCheckpoint},
+		{"PromotedClaims", promotedClaims},
 		{"InvalidRequests", invalidRequests},
 		{"SpreadsConcurrentClaims", spreadsConcurrentClaims},
 	} {
@@ -201,6 +203,80 @@ func checkpoint(t *testing.T, newFleet NewFunc) {
 	}
 	if ck.ID == "" || ck.Name != "before-upgrade" {
 		t.Errorf("checkpoint = %+v", ck)
+	}
+}
+
+// claimCheckpoint branches a sandbox from a checkpoint under the caller's
+// claim reference, with the checkpoint's key, found at once in its
+// namespace; an unknown checkpoint is ErrNotFound and claims nothing.
+func claimCheckpoint(t *testing.T, newFleet NewFunc) {
+	h := newFleet(t, Spec{Nodes: 1, Warm: 2})
+	ctx := context.Background()
+	c := claim(t, h, ref("ns", "src"), 600)
+	ck, err := h.Fleet.Checkpoint(ctx, c.Sandbox, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := h.Fleet.ClaimCheckpoint(ctx, fleet.CheckpointClaimRequest{Ref: ref("ns", "branch"), Checkpoint: ck.ID, NodeAddr: c.NodeAddr, TTLSeconds: 60})
+	if err != nil {
+		t.Fatalf("ClaimCheckpoint: %v", err)
+	}
+	if br.Token == "" || br.ClaimRef != ref("ns", "branch") || br.Key.WithDefaults() != h.Key.WithDefaults() || br.NodeAddr != c.NodeAddr {
+		t.Errorf("branch = %+v, want the checkpoint's key on its node under ns/branch", br.Sandbox)
+	}
+	if found, err := h.Fleet.Find(ctx, "ns", br.ID); err != nil || found.Name != "branch" {
+		t.Errorf("Find(branch) = %+v, %v", found, err)
+	}
+	if _, err := h.Fleet.Find(ctx, "other", br.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("Find(branch) in another namespace = %v, want ErrNotFound", err)
+	}
+	before := total(h.Owners())
+	_, err = h.Fleet.ClaimCheckpoint(ctx, fleet.CheckpointClaimRequest{Ref: ref("ns", "none"), Checkpoint: "ck_unknown", NodeAddr: c.NodeAddr})
+	if !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("ClaimCheckpoint(unknown) = %v, want ErrNotFound", err)
+	}
+	if after := total(h.Owners()); after != before {
+		t.Errorf("a refused checkpoint claim changed the live claims from %d to %d", before, after)
+	}
+}
+
+// promotedClaims claims a template a node published with promote at its
+// holder, and a template no node holds (any more) is ErrNoTemplate.
+func promotedClaims(t *testing.T, newFleet NewFunc) {
+	h := newFleet(t, Spec{Nodes: 2, Warm: 2})
+	ctx := context.Background()
+	src := claim(t, h, ref("ns", "src"), 600)
+	node, err := h.Fleet.Client(src.NodeAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := node.Promote(ctx, src.ID, sandboxd.PromoteRequest{Token: src.Token, Template: "conformance/published"})
+	if err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	req := fleet.ClaimRequest{Ref: ref("ns", "clone"), Key: pub.Key, Promoted: true, At: []string{src.NodeAddr}}
+	cl, err := h.Fleet.Claim(ctx, req)
+	if err != nil {
+		t.Fatalf("Claim(promoted): %v", err)
+	}
+	if cl.NodeAddr != src.NodeAddr || cl.Key.Template != "conformance/published" {
+		t.Errorf("clone = %+v, want the template on its holder", cl.Sandbox)
+	}
+	req.At, req.Ref = nil, ref("ns", "nowhere")
+	if _, err := h.Fleet.Claim(ctx, req); !errors.Is(err, fleet.ErrNoTemplate) {
+		t.Errorf("Claim(promoted, no holder) = %v, want ErrNoTemplate", err)
+	}
+	if err := node.DeleteTemplate(ctx, pub.Key, pub.ContentDigest); err != nil {
+		t.Fatal(err)
+	}
+	before := total(h.Owners())
+	req.At, req.Ref = []string{src.NodeAddr}, ref("ns", "gone")
+	if _, err := h.Fleet.Claim(ctx, req); !errors.Is(err, fleet.ErrNoTemplate) {
+		t.Errorf("Claim(promoted) after the delete = %v, want ErrNoTemplate", err)
+	}
+	// No warm VM of the pool and no cold boot stood in for the template.
+	if after := total(h.Owners()); after != before {
+		t.Errorf("a claim of a deleted template claimed something: %d live, was %d", after, before)
 	}
 }
 
