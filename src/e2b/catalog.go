@@ -3,6 +3,7 @@ package e2b
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // catalogTTL is how long a read of the nodes' promoted templates serves
@@ -21,8 +23,13 @@ import (
 // the change within this long.
 const catalogTTL = 2 * time.Second
 
-// catalogFanout bounds the nodes read at once.
-const catalogFanout = 16
+// catalogFanout bounds the nodes read at once, and catalogNodeTimeout one
+// node's read: a node that does not answer leaves its templates out of
+// one read rather than holding every lookup.
+const (
+	catalogFanout      = 16
+	catalogNodeTimeout = 5 * time.Second
+)
 
 // published is one template a build published, as the nodes report it.
 type published struct {
@@ -43,22 +50,27 @@ type published struct {
 type catalog struct {
 	fleet Fleet
 	clock clock.PassiveClock
+	log   *slog.Logger
 
 	mu    sync.Mutex
 	read  time.Time
 	items map[string]*published // by template id
+	// partial is set when some node could not be read: a template missing
+	// from items may be on it.
+	partial bool
 	// flight is the read in progress, shared by concurrent lookups.
 	flight *catalogRead
 }
 
 type catalogRead struct {
-	done  chan struct{}
-	items map[string]*published
-	err   error
+	done    chan struct{}
+	items   map[string]*published
+	partial bool
+	err     error
 }
 
-func newCatalog(f Fleet, clk clock.PassiveClock) *catalog {
-	return &catalog{fleet: f, clock: clk}
+func newCatalog(f Fleet, clk clock.PassiveClock, log *slog.Logger) *catalog {
+	return &catalog{fleet: f, clock: clk, log: log}
 }
 
 // invalidate drops the cached read after this process changed a template.
@@ -68,13 +80,14 @@ func (c *catalog) invalidate() {
 	c.mu.Unlock()
 }
 
-// snapshot returns the current read, reading the nodes when it is stale.
-func (c *catalog) snapshot(ctx context.Context) (map[string]*published, error) {
+// snapshot returns the current read, reading the nodes when it is stale;
+// partial says some node could not be read.
+func (c *catalog) snapshot(ctx context.Context) (items map[string]*published, partial bool, err error) {
 	c.mu.Lock()
 	if c.items != nil && c.clock.Since(c.read) < catalogTTL {
-		items := c.items
+		items, partial := c.items, c.partial
 		c.mu.Unlock()
-		return items, nil
+		return items, partial, nil
 	}
 	fl := c.flight
 	if fl == nil {
@@ -85,9 +98,9 @@ func (c *catalog) snapshot(ctx context.Context) (map[string]*published, error) {
 	c.mu.Unlock()
 	select {
 	case <-fl.done:
-		return fl.items, fl.err
+		return fl.items, fl.partial, fl.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 
@@ -96,30 +109,36 @@ func (c *catalog) snapshot(ctx context.Context) (map[string]*published, error) {
 func (c *catalog) fill(fl *catalogRead) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	fl.items, fl.err = c.readNodes(ctx)
+	fl.items, fl.partial, fl.err = c.readNodes(ctx)
 	c.mu.Lock()
 	c.flight = nil
 	if fl.err == nil {
-		c.items, c.read = fl.items, c.clock.Now()
+		c.items, c.partial, c.read = fl.items, fl.partial, c.clock.Now()
 	}
 	c.mu.Unlock()
 	close(fl.done)
 }
 
-func (c *catalog) readNodes(ctx context.Context) (map[string]*published, error) {
+func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, error) {
 	nodes, err := c.fleet.Nodes()
 	if err != nil {
-		return nil, fmt.Errorf("list the nodes: %w", err)
+		return nil, false, fmt.Errorf("list the nodes: %w", err)
 	}
 	var mu sync.Mutex
-	items := map[string]*published{}
-	g, ctx := errgroup.WithContext(ctx)
+	items, failed := map[string]*published{}, 0
+	var g errgroup.Group
 	g.SetLimit(catalogFanout)
 	for _, n := range nodes {
 		g.Go(func() error {
-			info, err := n.Info(ctx)
+			nctx, cancel := context.WithTimeout(ctx, catalogNodeTimeout)
+			defer cancel()
+			info, err := n.Info(nctx)
 			if err != nil {
-				return fmt.Errorf("read the templates of node %s: %w", n.Addr(), err)
+				c.log.Warn("e2b: a node's templates could not be read", "node", n.Addr(), "err", err)
+				mu.Lock()
+				failed++
+				mu.Unlock()
+				return nil
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -150,16 +169,22 @@ func (c *catalog) readNodes(ctx context.Context) (map[string]*published, error) 
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	_ = g.Wait()
+	if failed > 0 && failed == len(nodes) {
+		return nil, false, fmt.Errorf("no node's templates could be read: %w", sandboxd.ErrUnavailable)
 	}
-	return items, nil
+	return items, failed > 0, nil
 }
 
+// errCatalogPartial is a template that is not in a read some node was
+// missing from: it may be on that node.
+var errCatalogPartial = fmt.Errorf("a node holding the template may be unreachable: %w", sandboxd.ErrUnavailable)
+
 // lookup finds the template of namespace named by ref: its name or its
-// id.
+// id. A template that is not found while some node could not be read is
+// errCatalogPartial, not a miss.
 func (c *catalog) lookup(ctx context.Context, namespace, ref string) (*published, bool, error) {
-	items, err := c.snapshot(ctx)
+	items, partial, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -171,12 +196,15 @@ func (c *catalog) lookup(ctx context.Context, namespace, ref string) (*published
 			return p, true, nil
 		}
 	}
+	if partial {
+		return nil, false, errCatalogPartial
+	}
 	return nil, false, nil
 }
 
 // list returns namespace's templates, by name.
 func (c *catalog) list(ctx context.Context, namespace string) ([]*published, error) {
-	items, err := c.snapshot(ctx)
+	items, _, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -47,14 +47,14 @@ func (s *Server) resolveSource(ctx context.Context, namespace, ref string) (sour
 		return source{Key: ck.Key.WithDefaults(), Checkpoint: &ck, CheckpointNode: node}, nil
 	}
 	p, ok, err := s.catalog.lookup(ctx, namespace, ref)
-	if err != nil {
-		return source{}, err
-	}
-	if ok {
+	switch {
+	case ok:
 		return source{Key: p.Key, Alias: p.Name, Promoted: p}, nil
-	}
-	if s.fleet.Serves(ref) {
+	case s.fleet.Serves(ref):
+		// A pool image, whether or not every node could be read.
 		return source{Key: sandbox.PoolKey{Template: ref, Size: sandbox.DefaultSize}}, nil
+	case err != nil:
+		return source{}, err
 	}
 	return source{}, errNoTemplate
 }

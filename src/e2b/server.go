@@ -70,7 +70,7 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
 		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
 	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Clock, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
-	s.catalog = newCatalog(f, cfg.Clock)
+	s.catalog = newCatalog(f, cfg.Clock, cfg.Logger)
 	if b := cfg.Builds; b != nil {
 		clk, _ := cfg.Clock.(clock.Clock)
 		s.builds = build.NewManager(build.Config{

@@ -424,3 +424,20 @@ func TestCreateFromSnapshot(t *testing.T) {
 		t.Errorf("create from a deleted snapshot = %d, want 404", r.status)
 	}
 }
+
+// A node that does not answer leaves its templates out of a read: a pool
+// image still creates, but a name found nowhere is 503 (it may be on that
+// node), not 404.
+func TestUnreachableNodeIsNotAMissingTemplate(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	if err := e.fleet.Node(1).Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(t, http.MethodPost, "/v2/sandboxes", keyA, map[string]any{"templateID": "maybe-on-the-dead-node", "allow_internet_access": false})
+	if r.status != http.StatusServiceUnavailable {
+		t.Errorf("create of an unknown template with a node down = %d %s, want 503", r.status, r.body)
+	}
+	if r := e.do(t, http.MethodGet, "/templates", keyA, nil); r.status != http.StatusOK {
+		t.Errorf("list with a node down = %d %s", r.status, r.body)
+	}
+}
