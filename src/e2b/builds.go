@@ -188,9 +188,13 @@ func (s *Server) startBuild(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if msg := fitsSize(b.Spec, base.Key.WithDefaults().Size); msg != "" {
+	size := base.Key.WithDefaults().Size
+	if msg := fitsSize(b.View(0, 1).Spec, size); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
+	}
+	if tier, ok := sandbox.SizeOf(size); ok {
+		b.Resize(tier.CPUCount, tier.MemoryMiB)
 	}
 	switch err := s.builds.Start(b, buildDefinition{template: tpl, base: base}); {
 	case err == nil:

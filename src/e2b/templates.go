@@ -186,6 +186,9 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller
 		return
 	}
 	defer s.catalog.invalidate()
+	if s.builds != nil {
+		s.builds.Forget(c.namespace, p.TemplateID)
+	}
 	for _, addr := range p.Holders {
 		n, err := s.fleet.Client(addr)
 		if err == nil {

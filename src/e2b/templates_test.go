@@ -159,9 +159,11 @@ func TestBuildPublishesATemplate(t *testing.T) {
 		TemplateID  string   `json:"templateID"`
 		BuildStatus string   `json:"buildStatus"`
 		Names       []string `json:"names"`
+		CPUCount    int      `json:"cpuCount"`
+		MemoryMB    int      `json:"memoryMB"`
 	}
 	e.do(t, http.MethodGet, "/templates", keyA, nil).decode(t, &list)
-	if len(list) != 1 || list[0].TemplateID != req.TemplateID || list[0].BuildStatus != "ready" || list[0].Names[0] != "hello" {
+	if len(list) != 1 || list[0].TemplateID != req.TemplateID || list[0].BuildStatus != "ready" || list[0].Names[0] != "hello" || list[0].CPUCount != 1 || list[0].MemoryMB != 1024 {
 		t.Fatalf("template list %+v", list)
 	}
 	if r := e.do(t, http.MethodGet, "/templates/"+req.TemplateID, keyA, nil); r.status != http.StatusOK || !bytes.Contains(r.body, []byte(req.BuildID)) {
@@ -190,6 +192,12 @@ func TestBuildPublishesATemplate(t *testing.T) {
 	}
 	if r := e.do(t, http.MethodDelete, "/templates/"+req.TemplateID, keyA, nil); r.status != http.StatusNotFound {
 		t.Errorf("second delete = %d, want 404", r.status)
+	}
+	if r := e.do(t, http.MethodGet, "/templates", keyA, nil); strings.TrimSpace(string(r.body)) != "[]" {
+		t.Errorf("list after delete = %s, want []", r.body)
+	}
+	if r := e.do(t, http.MethodGet, "/templates/"+req.TemplateID, keyA, nil); r.status != http.StatusNotFound {
+		t.Errorf("get after delete = %d, want 404", r.status)
 	}
 	if r := e.do(t, http.MethodPost, "/v2/sandboxes", keyA, map[string]any{"templateID": "hello", "allow_internet_access": false}); r.status != http.StatusNotFound {
 		t.Errorf("create after delete = %d, want 404", r.status)

@@ -50,6 +50,14 @@ type Build struct {
 	cancel   context.CancelFunc
 }
 
+// Resize records the CPUs and memory the build's sandbox has, which the
+// request may not have named.
+func (b *Build) Resize(cpuCount, memoryMB int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.CPUCount, b.MemoryMB = cpuCount, memoryMB
+}
+
 // Definition is what Start was given, nil before.
 func (b *Build) Definition() any {
 	b.mu.Lock()

@@ -201,6 +201,18 @@ func (m *Manager) launchLocked(b *Build) {
 	}()
 }
 
+// Forget drops the finished builds of a template, once the template is
+// deleted: their records would list a template that no longer exists.
+func (m *Manager) Forget(namespace, templateID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, b := range m.builds {
+		if b.Namespace == namespace && b.TemplateID == templateID && b.Status().Done() {
+			delete(m.builds, id)
+		}
+	}
+}
+
 // expireLocked forgets builds that finished, or were registered and never
 // started, more than Retention ago.
 func (m *Manager) expireLocked(now time.Time) {

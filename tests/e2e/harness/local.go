@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,13 @@ const localStartTimeout = 2 * time.Minute
 func StartLocal(t *testing.T, binary string, args ...string) []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary, append([]string{"--port=0", "--data-plane-port=0"}, args...)...)
+	// Template builds keep their uploads under the user's cache by
+	// default; a test keeps them in its own directory, unless it names one.
+	defaults := []string{"--port=0", "--data-plane-port=0"}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--build-dir") }) {
+		defaults = append(defaults, "--build-dir="+t.TempDir())
+	}
+	cmd := exec.CommandContext(ctx, binary, append(defaults, args...)...)
 	cmd.SysProcAttr = testbin.ChildSysProcAttr()
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 20 * time.Second

@@ -10,9 +10,7 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,24 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
-	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 const (
-	apiNamespace   = "sandbox-system"
-	apiServiceName = "sandbox-apiserver"
-	group          = "agents.x-k8s.io"
-	version        = "v1beta1"
-
 	// The e2b keys' namespaces: the suite's key claims in teamA; the other
 	// key sees teamB only.
 	teamA = "team-a"
@@ -60,7 +50,7 @@ const (
 	pollEvery    = 100 * time.Millisecond
 )
 
-var sandboxGVR = schema.GroupVersionResource{Group: group, Version: version, Resource: "sandboxes"}
+var sandboxGVR = schema.GroupVersionResource{Group: harness.KubeAPIGroup, Version: harness.KubeAPIVersion, Resource: "sandboxes"}
 
 func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	project := nodejs.Setup(t, "tests/e2e/js")
@@ -68,26 +58,11 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 
 	apiserverBin := testbin.Path(t, "SANDBOX_APISERVER", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver")
 	proxyBin := testbin.Path(t, "SANDBOX_ENVD_PROXY", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-envd-proxy")
-	if _, err := cluster.APIServerBinary(); err != nil {
-		t.Fatal(err)
-	}
 
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-
-	c, err := cluster.StartContext(ctx, filepath.Join(dir, "cluster"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop cluster: %v", err)
-		}
-	})
-	if err := c.InstallCRDs(ctx, crds.NodeInventoryYAML); err != nil {
-		t.Fatal(err)
-	}
+	c := harness.StartCluster(t, ctx, dir)
 
 	token := harness.RandomHex(t)
 	envdSecret := harness.RandomHex(t)
@@ -124,67 +99,21 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		}
 	})
 
-	dnsName := apiServiceName + "." + apiNamespace + ".svc"
-	certs, err := cluster.NewServingCerts(dir, dnsName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
-		Group: group, Version: version,
-		Namespace: apiNamespace, ServiceName: apiServiceName,
-		CABundle: certs.CAPEM,
+	front := harness.StartKubeE2B(t, ctx, c, harness.KubeE2BConfig{
+		APIServer: apiserverBin, EnvdProxy: proxyBin, Dir: dir,
+		Namespace: teamA, Domain: domain,
+		TokenFile: tokenFile, EnvdSecretFile: secretFile, APIKeyFile: keyFile, AliasFile: aliasFile,
 	})
-	if err != nil {
-		t.Fatal(err)
+	e2bAddr, proxyAddr := front.APIAddr, front.ProxyAddr
+	var nodes []string
+	for _, n := range f.Nodes() {
+		nodes = append(nodes, n.Name())
 	}
-	host, port, _ := net.SplitHostPort(addr)
-	e2bAddr := harness.FreeAddr(t)
-	proxyAddr := harness.FreeAddr(t)
-	kubeconfig := c.Kubeconfig()
-
-	apiserver := start(t, "sandbox-apiserver", apiserverBin, dir, []string{
-		"--bind-address=" + host,
-		"--secure-port=" + port,
-		"--tls-cert-file=" + certs.CertFile,
-		"--tls-private-key-file=" + certs.KeyFile,
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--sandboxd-token-file=" + tokenFile,
-		"--enable-warm-pool-driver=false",
-		"--enable-e2b-api",
-		"--e2b-bind-address=" + e2bAddr,
-		"--e2b-domain=" + domain,
-		"--e2b-namespace=" + teamA,
-		"--e2b-api-key-file=" + keyFile,
-		"--e2b-template-alias-file=" + aliasFile,
-		"--e2b-envd-secret-file=" + secretFile,
-	})
-	proxy := start(t, "sandbox-envd-proxy", proxyBin, dir, []string{
-		"--bind-address=" + proxyAddr,
-		"--domain=" + domain,
-		"--namespace=",
-		"--kubeconfig=" + kubeconfig,
-		"--e2b-envd-secret-file=" + secretFile,
-		"--sandboxd-token-file=" + tokenFile,
-	})
-
-	if err := c.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(group, version)); err != nil {
-		t.Fatalf("%v\n%s", err, apiserver.LogTail(60))
-	}
-	harness.WaitHealthy(t, ctx, apiserver, "http://"+e2bAddr+"/health")
-	harness.WaitHealthy(t, ctx, proxy, "http://"+proxyAddr+"/healthz")
-	waitPublished(t, ctx, c, f)
+	harness.WaitInventory(t, ctx, c, nodes, 3)
 
 	report := filepath.Join(dir, "report.json")
 	suiteCtx, suiteCancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer suiteCancel()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sandbox-apiserver log:\n%s", apiserver.LogTail(80))
-			t.Logf("sandbox-envd-proxy log:\n%s", proxy.LogTail(80))
-		}
-	})
 	project.Run(t, suiteCtx, []string{
 		"E2B_API_URL=http://" + e2bAddr,
 		"E2B_SANDBOX_URL=http://" + proxyAddr,
@@ -247,50 +176,5 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("sandbox %s deleted through Kubernetes is still served by the e2b surface: %v", facts.KeptID, err)
-	}
-}
-
-func start(t *testing.T, name, binary, dir string, args []string) *testbin.Process {
-	p, err := testbin.StartProcess(name, binary, filepath.Join(dir, name+".log"), args, []string{"OPERATOR_LOG_LEVEL=debug"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Stop(20 * time.Second); err != nil {
-			t.Errorf("stop %s: %v\n%s", name, err, p.LogTail(40))
-		}
-	})
-	return p
-}
-
-// waitPublished waits until every node's NodeInventory shows its pools
-// full, so the suite's first create finds them.
-func waitPublished(t *testing.T, ctx context.Context, c *cluster.Cluster, f *fleet.Fleet) {
-	t.Helper()
-	api := c.Dynamic().Resource(v1beta1.NodeInventoryGVR)
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		for _, n := range f.Nodes() {
-			u, err := api.Get(ctx, n.Name(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			pools, _ := u.Object["pools"].([]any)
-			if len(pools) < 3 {
-				return false, nil
-			}
-			for _, p := range pools {
-				pm, _ := p.(map[string]any)
-				if w, _ := pm["warm"].(int64); w == 0 {
-					return false, nil
-				}
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(errors.Join(errors.New("fleet inventory never showed full pools"), err))
 	}
 }

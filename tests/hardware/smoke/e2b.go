@@ -1,4 +1,4 @@
-package hardware_test
+package smoke
 
 import (
 	"bytes"
@@ -21,15 +21,15 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 )
 
-// TestE2BSurfaceAndProxyAgainstRealEnvd runs the e2b surface and the envd
-// proxy in this process over the node (as sandbox-e2b does) and drives a
-// real envd in a microVM through them: a create (which hands envd its
-// access token through POST /init), envd's health and a ConnectRPC unary
-// through the proxy with the derived token, a wrong token refused, and the
-// kill. SANDBOXD_TEMPLATE must be an e2b-rt image (envd installed) with a
-// warm pool on the none lane.
-func TestE2BSurfaceAndProxyAgainstRealEnvd(t *testing.T) {
-	_, tmpl := nodeFromEnv(t)
+// E2BSurfaceAndProxy runs the e2b surface and the envd proxy in this
+// process over the node (as sandbox-e2b does) and drives the envd of a
+// sandbox through them: a create (which hands envd its access token
+// through POST /init), envd's health and a ConnectRPC unary through the
+// proxy with the derived token, a wrong token refused, and the kill. The
+// node's Template must be an e2b-rt image (envd installed) with a warm pool
+// on the none lane.
+func E2BSurfaceAndProxy(t testing.TB, n Node) {
+	tmpl := n.Template
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -38,18 +38,18 @@ func TestE2BSurfaceAndProxyAgainstRealEnvd(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := mesh.New(mesh.Config{Seeds: []string{os.Getenv("SANDBOXD_ADDR")}, Token: os.Getenv("SANDBOXD_TOKEN"), Logger: logger})
+	m, err := mesh.New(mesh.Config{Seeds: []string{n.Addr}, Token: n.Token, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Refresh(ctx); err != nil {
 		t.Fatalf("mesh refresh: %v", err)
 	}
-	core, err := fleet.New(fleet.Config{View: m, Token: os.Getenv("SANDBOXD_TOKEN"), FollowRedirects: true, Logger: logger})
+	core, err := fleet.New(fleet.Config{View: m, Token: n.Token, FollowRedirects: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := os.Getenv("SANDBOXD_ENVD_VERSION") // what /etc/envd-version in the image says
+	version := n.EnvdVersion // what /etc/envd-version in the image says
 	surface, err := e2b.NewServer(e2b.Config{
 		Domain: "sandbox.smoke.test", EnvdSecret: secret, AllowAnonymous: true, EnvdVersion: version,
 	}, core, logger)
@@ -60,7 +60,7 @@ func TestE2BSurfaceAndProxyAgainstRealEnvd(t *testing.T) {
 	api := httptest.NewServer(surface)
 	defer api.Close()
 	proxy, err := envdproxy.New(envdproxy.Config{
-		Locator: m.Locator(""), Domain: "sandbox.smoke.test", Secret: secret, Token: os.Getenv("SANDBOXD_TOKEN"), Logger: logger,
+		Locator: m.Locator(""), Domain: "sandbox.smoke.test", Secret: secret, Token: n.Token, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func jsonString(s string) string {
 }
 
 // call sends one request and decodes a JSON answer into out when given.
-func call(t *testing.T, ctx context.Context, method, url string, h http.Header, body string, out any) int {
+func call(t testing.TB, ctx context.Context, method, url string, h http.Header, body string, out any) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
