@@ -18,9 +18,10 @@ import (
 // surface hibernates it a little before the end (lead) and then renews the
 // lease for retention, how long a paused sandbox is kept.
 //
-// The schedule lives in this process, like the metadata: a sandbox whose
-// creating replica is gone when its timeout comes is removed, as one
-// created without autoPause would be.
+// The timers live in this process; the sandbox's claim label says it is
+// an auto-pause one, and every replica's sweep (autopausesweep.go) arms
+// the pause of such a sandbox whose timeout is near, so it happens even
+// when the replica that took the create is gone.
 type autoPauser struct {
 	fleet     Fleet
 	log       *slog.Logger

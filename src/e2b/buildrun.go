@@ -47,7 +47,7 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 	b.Log(stepBase, build.LevelInfo, fmt.Sprintf("Claiming a sandbox of %s", describeBase(def.template)))
 	ref := sandbox.ClaimRef{Namespace: b.Namespace, Name: buildClaimPrefix + strings.ToLower(rand.Text()[:16])}
 	ttl := int(max(s.builds.Timeout()/time.Second, 1))
-	claimed, err := s.claimSource(ctx, ref, def.base, key, ttl)
+	claimed, err := s.claimSource(ctx, ref, def.base, key, ttl, nil)
 	if err != nil {
 		return &build.Failure{Step: stepBase, Message: "could not claim a sandbox of the base: " + s.buildErr(err)}
 	}

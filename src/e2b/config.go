@@ -58,6 +58,9 @@ type Config struct {
 	// AutoPauseRetention is the lease an auto-paused sandbox gets: how long
 	// it is kept paused (the node clamps it to its max_ttl).
 	AutoPauseRetention time.Duration
+	// AutoPauseSweep is how often every replica looks on the nodes for
+	// auto-pause sandboxes whose timeout is near (see sweepAutoPauses).
+	AutoPauseSweep time.Duration
 	// CreateRate is how many creates per second one client (an API key;
 	// an anonymous caller's source address) sustains, and CreateBurst how
 	// many it may make at once beyond that. MaxSandboxes caps the live
@@ -83,6 +86,7 @@ const (
 	DefaultInitTimeout        = 15 * time.Second
 	DefaultAutoPauseLead      = 5 * time.Second
 	DefaultAutoPauseRetention = 24 * time.Hour
+	DefaultAutoPauseSweep     = 5 * time.Second
 
 	// The create bounds are far above what an SDK user does by hand or
 	// in a test suite (a few creates a second, tens at once) and far
@@ -275,6 +279,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AutoPauseRetention <= 0 {
 		c.AutoPauseRetention = DefaultAutoPauseRetention
+	}
+	if c.AutoPauseSweep <= 0 {
+		c.AutoPauseSweep = DefaultAutoPauseSweep
 	}
 	if c.InitTimeout <= 0 {
 		c.InitTimeout = DefaultInitTimeout

@@ -24,7 +24,7 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb fleet.Sandbox,
 		return false
 	}
 	s.tracked.extend(sb.ID, deadline)
-	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok && rec.autoPause {
+	if rec, ok := s.recordOf(r.Context(), sb); ok && rec.autoPause {
 		s.pauser.schedule(sb, deadline)
 	}
 	return true
@@ -215,7 +215,7 @@ func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb flee
 		return
 	}
 	var recp *record
-	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
+	if rec, ok := s.recordOf(r.Context(), sb); ok {
 		recp = &rec
 	}
 	writeJSON(w, status, s.sandboxResponse(sb, s.aliasOf(sb.Key, recp), access))

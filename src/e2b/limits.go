@@ -68,7 +68,7 @@ func (s *Server) liveSandboxes(ctx context.Context, c caller) (int, error) {
 			continue
 		}
 		if c.anonymous {
-			if rec, ok := s.tracked.get(c.namespace, sb.ID); !ok || rec.source != c.source {
+			if rec, ok := s.recordOf(ctx, sb); !ok || rec.source != c.source {
 				continue
 			}
 		}

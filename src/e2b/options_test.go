@@ -206,7 +206,9 @@ func TestNewServerRequiresTheEssentials(t *testing.T) {
 	if _, err := e2b.NewServer(base, nil, nil); err == nil {
 		t.Error("NewServer accepted a nil fleet")
 	}
-	if _, err := e2b.NewServer(base, failingFleet{}, nil); err != nil {
-		t.Error(err)
+	srv, err := e2b.NewServer(base, failingFleet{}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	srv.Close()
 }

@@ -83,21 +83,21 @@ func (s *Server) findCheckpoint(ctx context.Context, namespace, id string) (sand
 // claimSource claims a sandbox of src under ref: a branch of its
 // snapshot, a clone of its published template at the nodes that hold it,
 // or a warm VM of its pool at key.
-func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src source, key sandbox.PoolKey, ttl int) (fleet.Claimed, error) {
+func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src source, key sandbox.PoolKey, ttl int, labels map[string]string) (fleet.Claimed, error) {
 	switch {
 	case src.Checkpoint != nil:
 		return s.fleet.ClaimCheckpoint(ctx, fleet.CheckpointClaimRequest{
-			Ref: ref, Checkpoint: src.Checkpoint.ID, NodeAddr: src.CheckpointNode, TTLSeconds: ttl,
+			Ref: ref, Checkpoint: src.Checkpoint.ID, NodeAddr: src.CheckpointNode, TTLSeconds: ttl, Metadata: labels,
 		})
 	case src.Promoted != nil:
-		cl, err := s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl, Promoted: true, At: src.Promoted.Holders})
+		cl, err := s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, Promoted: true, At: src.Promoted.Holders})
 		if errors.Is(err, fleet.ErrNoTemplate) {
 			// Deleted or replaced since the catalog was read.
 			s.catalog.invalidate()
 		}
 		return cl, err
 	default:
-		return s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl})
+		return s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels})
 	}
 }
 

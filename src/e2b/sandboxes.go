@@ -72,6 +72,16 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 
+	rec := record{
+		namespace: c.namespace, source: c.source, templateID: req.TemplateID, alias: alias,
+		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause,
+	}
+	labels, err := labelsOf(rec)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+
 	// Every refusal for the request's own sake is above: a malformed
 	// create spends none of the caller's rate.
 	admitted, ok := s.admitCreate(w, r, c)
@@ -81,7 +91,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	created := false
 	defer func() { admitted.done(created) }()
 
-	claimed, err := s.claimSource(r.Context(), sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, src, key, ttl)
+	claimed, err := s.claimSource(r.Context(), sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, src, key, ttl, labels)
 	if err != nil {
 		s.fleetError(w, err, "claim")
 		return
@@ -93,10 +103,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized; nothing was created")
 		return
 	}
-	s.tracked.put(claimed.ID, record{
-		namespace: c.namespace, source: c.source, templateID: req.TemplateID, alias: alias,
-		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause, deadline: claimed.Deadline,
-	})
+	rec.deadline = claimed.Deadline
+	s.tracked.put(claimed.ID, rec)
 	created = true
 	if autoPause {
 		s.pauser.schedule(claimed.Sandbox, claimed.Deadline)
@@ -128,13 +136,6 @@ func validateCreate(req *newSandboxRequest) string {
 		if len(n.AllowOut) > 0 || len(n.DenyOut) > 0 || isSet(n.Rules) || isSet(n.EgressProxy) || (n.MaskRequestHost != nil && *n.MaskRequestHost != "") {
 			return "network egress rules are not supported: set allow_internet_access to choose between the egress and the isolated lane"
 		}
-	}
-	size := 0
-	for k, v := range req.Metadata {
-		size += len(k) + len(v)
-	}
-	if size > maxMetadataBytes {
-		return fmt.Sprintf("metadata is larger than %d bytes", maxMetadataBytes)
 	}
 	for k := range req.EnvVars {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -190,9 +191,9 @@ func (s *Server) releaseQuietly(sb fleet.Sandbox) {
 }
 
 // listed renders a sandbox for a list or get.
-func (s *Server) listed(sb fleet.Sandbox) listedSandbox {
+func (s *Server) listed(ctx context.Context, sb fleet.Sandbox) listedSandbox {
 	var recp *record
-	if rec, ok := s.tracked.get(sb.Namespace, sb.ID); ok {
+	if rec, ok := s.recordOf(ctx, sb); ok {
 		recp = &rec
 	}
 	// A list reports the tier's figures; a GET reads the node's own.
@@ -282,7 +283,7 @@ func (s *Server) listAll(ctx context.Context, c caller, f *listFilter, desc bool
 		if sb.Namespace != c.namespace {
 			continue // a fleet must scope; never trust it to
 		}
-		l := s.listed(sb)
+		l := s.listed(ctx, sb)
 		if f.match(s, &l) {
 			out = append(out, l)
 		}
@@ -451,8 +452,8 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	if !ok {
 		return
 	}
-	d := sandboxDetail{listedSandbox: s.listed(sb), Domain: s.cfg.Domain}
-	if rec, ok := s.tracked.get(c.namespace, sb.ID); ok {
+	d := sandboxDetail{listedSandbox: s.listed(r.Context(), sb), Domain: s.cfg.Domain}
+	if rec, ok := s.recordOf(r.Context(), sb); ok {
 		d.AllowInternetAccess = rec.internet
 	}
 	// The node knows the sandbox's real size; a failed read keeps the

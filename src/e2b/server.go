@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
@@ -26,9 +27,6 @@ const (
 	// maxBodyBytes bounds every request body; the largest legitimate one
 	// is a create with its metadata and env vars.
 	maxBodyBytes = 1 << 20
-	// maxMetadataBytes bounds one sandbox's metadata, keys and values
-	// together, since this process keeps it in memory.
-	maxMetadataBytes = 16 << 10
 	// apiKeyHeader is how the SDK presents its key.
 	apiKeyHeader = "X-API-KEY"
 	// clientID fills e2b's deprecated clientID; it names nothing, so it
@@ -48,9 +46,14 @@ type Server struct {
 	admit   *admission
 	pauser  *autoPauser
 	catalog *catalog
+	rows    *nodeRows
+	// stopSweeps ends the auto-pause sweeps; sweepsDone is closed after.
+	stopSweeps, sweepsDone chan struct{}
 	// builds is nil when the build API is off.
 	builds *build.Manager
 	mux    *http.ServeMux
+
+	closeOnce sync.Once
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -71,6 +74,9 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
 	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Clock, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
 	s.catalog = newCatalog(f, cfg.Clock, cfg.Logger)
+	s.rows = newNodeRows(f, cfg.Clock)
+	s.stopSweeps, s.sweepsDone = make(chan struct{}), make(chan struct{})
+	go func() { defer close(s.sweepsDone); s.runAutoPauseSweeps(s.stopSweeps) }()
 	if b := cfg.Builds; b != nil {
 		clk, _ := cfg.Clock.(clock.Clock)
 		s.builds = build.NewManager(build.Config{
@@ -113,6 +119,8 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 // Close stops the auto-pauses this process has scheduled (see autoPauser)
 // and waits for any under way; call it when the surface stops serving.
 func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.stopSweeps) })
+	<-s.sweepsDone
 	s.pauser.close()
 	if s.builds != nil {
 		s.builds.Close()

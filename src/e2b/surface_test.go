@@ -353,12 +353,19 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 	}
 	e.do(t, http.MethodPost, "/v2/sandboxes", keyDef, `{"templateID":"base","allow_internet_access":true}`)
 
+	// Each claim carries what its create recorded as labels: the alias
+	// it named and the internet choice when the create made one.
 	want := []fleet.ClaimRequest{
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
+			Metadata: map[string]string{"e2b.alias": "base", "e2b.internet": "false"}},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42,
+			Metadata: map[string]string{"e2b.alias": "big", "e2b.internet": "false"}},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
+			Metadata: map[string]string{"e2b.internet": "false"}},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
+			Metadata: map[string]string{"e2b.alias": "base"}},
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
+			Metadata: map[string]string{"e2b.alias": "base", "e2b.internet": "true"}},
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -9,11 +9,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// record is what the surface remembers about a sandbox it created that the
-// fleet cannot tell it: e2b metadata, the alias the create named, the
-// template id as the caller spelled it, and whether it asked for internet
-// access. Nothing here is stored outside this process: another replica
-// serves the same sandbox without it.
+// record is what a create recorded that the fleet's view cannot tell: e2b
+// metadata, the alias the create named, the template id as the caller
+// spelled it, whether it asked for internet access, auto-pause, and an
+// anonymous caller's source. Its truth is the sandbox's claim labels on
+// its node (labels.go); the tracker only caches it, so losing this process
+// loses nothing.
 type record struct {
 	namespace string
 	// source is the address of the anonymous caller that created the
@@ -30,7 +31,7 @@ type record struct {
 	id        string
 }
 
-// tracker keeps records by canonical sandbox id, bounded: a record goes
+// tracker caches records by canonical sandbox id, bounded: a record goes
 // when its sandbox is killed, when its deadline passes, or, past max, the
 // one closest to its deadline goes first.
 type tracker struct {

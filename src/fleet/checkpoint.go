@@ -21,6 +21,8 @@ type CheckpointClaimRequest struct {
 	NodeAddr   string
 	// TTLSeconds is the lease asked for; 0 takes the node's default.
 	TTLSeconds int
+	// Metadata are the branch's claim labels.
+	Metadata map[string]string
 }
 
 // ClaimCheckpoint claims a sandbox branched from a checkpoint, with its
@@ -36,7 +38,7 @@ func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.NodeTimeout)
 	defer cancel()
-	body := sandboxd.CheckpointClaimRequest{TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String()}
+	body := sandboxd.CheckpointClaimRequest{TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String(), Metadata: req.Metadata}
 	cl, err := c.ClaimCheckpoint(ctx, req.Checkpoint, body)
 	if err != nil {
 		if errors.Is(err, sandboxd.ErrNotFound) {
@@ -65,7 +67,7 @@ func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest)
 	sb := Sandbox{
 		ID: id, ClaimRef: req.Ref, Key: key,
 		Node: nodeName(all, owner, Node{Name: owner, Addr: owner}), NodeAddr: owner,
-		ClaimedAt: f.cfg.Clock.Now(), Deadline: cl.Deadline,
+		ClaimedAt: f.cfg.Clock.Now(), Deadline: cl.Deadline, Metadata: req.Metadata,
 	}
 	if f.rec != nil {
 		f.rec.Claimed(sb)

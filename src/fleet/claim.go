@@ -45,6 +45,7 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	body := sandboxd.ClaimRequest{
 		Template: key.Template, Net: key.Net, Size: key.Size, TTLSeconds: max(req.TTLSeconds, 0),
 		ClaimRef: req.Ref.String(), NoRedirect: !f.cfg.FollowRedirects, RequirePromoted: req.Promoted,
+		Metadata: req.Metadata,
 	}
 	var capacity, gone, other int
 	var last error
@@ -57,7 +58,7 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 			sb := Sandbox{
 				ID: cl.ID, ClaimRef: req.Ref, Key: key,
 				Node: nodeName(all, cl.OwnerAddr, n), NodeAddr: cl.OwnerAddr,
-				ClaimedAt: f.cfg.Clock.Now(), Deadline: cl.Deadline,
+				ClaimedAt: f.cfg.Clock.Now(), Deadline: cl.Deadline, Metadata: req.Metadata,
 			}
 			if f.rec != nil {
 				f.rec.Claimed(sb)

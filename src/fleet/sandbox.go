@@ -32,6 +32,10 @@ type Sandbox struct {
 	ClaimedAt time.Time
 	Deadline  time.Time
 	Paused    bool
+	// Metadata are the sandbox's claim labels, when the view reads them
+	// (the mesh's does; the NodeInventory's has none), and always on a
+	// sandbox this process claimed.
+	Metadata map[string]string
 }
 
 // Claimed is a granted claim: the sandbox and its own sandboxd token, from
@@ -47,6 +51,9 @@ type ClaimRequest struct {
 	Key sandbox.PoolKey
 	// TTLSeconds is the lease asked for; 0 takes the node's default.
 	TTLSeconds int
+	// Metadata are the claim's labels, kept by the node with the claim
+	// (sandboxd.ValidateMetadata says what is allowed).
+	Metadata map[string]string
 	// Promoted claims a template a node published with promote: the claim
 	// enters at the nodes in At (the template's holders), never takes a
 	// warm VM or cold-boots (require_promoted), and a holder that lost the

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -169,9 +171,21 @@ func (c *Client) Info(ctx context.Context) (*Info, error) {
 // Sandboxes lists the node's live claims visible to the token; a non-empty
 // claimRef keeps only the claims recorded under exactly that reference.
 func (c *Client) Sandboxes(ctx context.Context, claimRef string) ([]Sandbox, error) {
-	var q url.Values
+	return c.SandboxesMatching(ctx, claimRef, nil)
+}
+
+// SandboxesMatching lists the node's live claims visible to the token that
+// hold every pair of metadata (any claim when it is empty) and, when
+// claimRef is non-empty, were recorded under exactly that reference. Each
+// pair goes as metadata=key=value, in key order so one filter always makes
+// the same URL. A node answers 400 for an empty key.
+func (c *Client) SandboxesMatching(ctx context.Context, claimRef string, metadata map[string]string) ([]Sandbox, error) {
+	q := url.Values{}
 	if claimRef != "" {
-		q = url.Values{"claim_ref": {claimRef}}
+		q.Set("claim_ref", claimRef)
+	}
+	for _, k := range slices.Sorted(maps.Keys(metadata)) {
+		q.Add("metadata", k+"="+metadata[k])
 	}
 	var list SandboxList
 	if err := c.do(ctx, http.MethodGet, "/v1/sandboxes", q, nil, &list, "GET /v1/sandboxes"); err != nil {

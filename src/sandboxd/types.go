@@ -26,6 +26,10 @@ type ClaimRequest struct {
 	// ClaimRef is an opaque caller reference echoed by the sandbox index;
 	// the aggregated apiserver uses <namespace>/<name>.
 	ClaimRef string `json:"claim_ref,omitempty"`
+	// Metadata are caller labels, fixed at claim time, that the sandbox
+	// index echoes and filters on (?metadata=key=value). ValidateMetadata
+	// holds the bounds; a node answers 400 past them.
+	Metadata map[string]string `json:"metadata,omitempty"`
 	// NoRedirect makes the node serve the claim itself instead of naming
 	// peers; set on the retry at a redirect target.
 	NoRedirect bool `json:"no_redirect,omitempty"`
@@ -150,7 +154,9 @@ type Sandbox struct {
 	Archived       bool            `json:"archived,omitempty"`
 	FromCheckpoint string          `json:"from_checkpoint,omitempty"`
 	ClaimRef       string          `json:"claim_ref,omitempty"`
-	Token          string          `json:"token,omitempty"`
+	// Metadata are the labels the claim was made with; absent when none.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Token    string            `json:"token,omitempty"`
 }
 
 // SandboxList is the GET /v1/sandboxes payload.
@@ -216,6 +222,9 @@ type CheckpointClaimRequest struct {
 	// ClaimRef places the branch in the Sandbox API like a claim's; the
 	// fronts need it to scope the branch to the caller's namespace.
 	ClaimRef string `json:"claim_ref,omitempty"`
+	// Metadata labels the branch under the same rules as a claim's; the
+	// branch carries these, never the source sandbox's.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // PromoteRequest is the body of POST /v1/sandboxes/{id}/promote. Token is

@@ -154,10 +154,11 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 			return err
 		}
 	}
-	builds, err := o.buildConfig(secret)
+	builds, dropBuilds, err := o.buildConfig(secret, logger)
 	if err != nil {
 		return err
 	}
+	defer dropBuilds()
 	cfg := e2bmesh.Config{
 		E2B: e2b.Config{
 			Namespace:      namespace,

@@ -98,9 +98,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) 
 }
 
 // claimBody is the claim request plus the volume fields the simulator has
-// no catalog for.
+// no catalog for. RawMetadata shadows ClaimRequest.Metadata so
+// decodeMetadata sees the bytes as sent.
 type claimBody struct {
 	sandboxd.ClaimRequest
+	RawMetadata       json.RawMessage `json:"metadata"`
 	Volumes           json.RawMessage `json:"volumes"`
 	VolumesAttachOnly bool            `json:"volumes_attach_only"`
 }
@@ -120,6 +122,13 @@ func (n *Node) handleClaim(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusBadRequest, "unknown or forbidden volume"))
 		return
 	}
+	// Before any redirect: a body refused here is refused everywhere.
+	md, aerr := decodeMetadata(body.RawMetadata)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	body.Metadata = md
 	resp, err := n.claim(r.Context(), c, body.ClaimRequest)
 	if err != nil {
 		writeError(w, err)
@@ -206,7 +215,13 @@ func (n *Node) handleSandboxes(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ref := r.URL.Query().Get("claim_ref")
+	q := r.URL.Query()
+	ref := q.Get("claim_ref")
+	want, aerr := metadataFilter(q)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	n.mu.Lock()
 	rows := make([]sandboxd.Sandbox, 0, len(n.sandboxes))
 	for _, sb := range n.sandboxes {
@@ -214,6 +229,9 @@ func (n *Node) handleSandboxes(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if ref != "" && sb.claimRef != ref {
+			continue
+		}
+		if !holdsMetadata(sb.metadata, want) {
 			continue
 		}
 		rows = append(rows, sb.row(false))
@@ -403,17 +421,30 @@ func (n *Node) handleDeleteCheckpoint(w http.ResponseWriter, r *http.Request) {
 	respondEmpty(w, n.deleteCheckpoint(c, r.PathValue("id")))
 }
 
+// checkpointClaimBody is the checkpoint claim request with its metadata as
+// sent (see claimBody).
+type checkpointClaimBody struct {
+	sandboxd.CheckpointClaimRequest
+	RawMetadata json.RawMessage `json:"metadata"`
+}
+
 func (n *Node) handleCheckpointClaim(w http.ResponseWriter, r *http.Request) {
 	c, ok := n.nodeCaller(w, r)
 	if !ok {
 		return
 	}
-	var body sandboxd.CheckpointClaimRequest
+	var body checkpointClaimBody
 	if err := decodeBody(w, r, &body, true); err != nil {
 		writeError(w, err)
 		return
 	}
-	resp, err := n.claimCheckpoint(r.Context(), c, r.PathValue("id"), body)
+	md, aerr := decodeMetadata(body.RawMetadata)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	body.Metadata = md
+	resp, err := n.claimCheckpoint(r.Context(), c, r.PathValue("id"), body.CheckpointClaimRequest)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -152,7 +152,10 @@ func (n *Node) claimCheckpoint(ctx context.Context, c caller, id string, req san
 	}
 
 	start := time.Now()
-	sb, tier, aerr := n.provision(ctx, ck.rec.Key, c.tenantName(), req.ClaimRef, lease, origin{checkpoint: ck.rec.ID})
+	// The branch is labelled by this request alone: the source's metadata
+	// described the source.
+	lbl := labels{ref: req.ClaimRef, metadata: req.Metadata}
+	sb, tier, aerr := n.provision(ctx, ck.rec.Key, c.tenantName(), lbl, lease, origin{checkpoint: ck.rec.ID})
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}

@@ -88,7 +88,7 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	if p != nil && len(p.warm) > 0 {
 		vm := p.warm[len(p.warm)-1]
 		p.warm = p.warm[:len(p.warm)-1]
-		sb := n.newSandboxLocked(key, vm, tenant, req.ClaimRef, lease, "")
+		sb := n.newSandboxLocked(key, vm, tenant, labelsOf(req), lease, "")
 		resp := n.claimResponse(sb)
 		if n.cfg.RefillDelay == 0 {
 			// A zero-time clone replaces the VM at once, as the refill
@@ -112,7 +112,7 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 		}
 	}
 
-	sb, tier, aerr := n.provision(ctx, key, tenant, req.ClaimRef, lease, origin{})
+	sb, tier, aerr := n.provision(ctx, key, tenant, labelsOf(req), lease, origin{})
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}
@@ -123,6 +123,17 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 	tier.Add(1)
 	n.stats.claimNanos.Add(int64(time.Since(start)))
 	return resp, nil
+}
+
+// labels are what a claim records for its caller to find it by: the
+// claim_ref and the metadata the sandbox index echoes and filters on.
+type labels struct {
+	ref      string
+	metadata map[string]string
+}
+
+func labelsOf(req sandboxd.ClaimRequest) labels {
+	return labels{ref: req.ClaimRef, metadata: req.Metadata}
 }
 
 // origin is what a provisioned sandbox's disk starts from: a checkpoint
@@ -138,7 +149,7 @@ type origin struct {
 // (ColdProvisionDelay). The slot is reserved first so concurrent
 // provisions cannot overshoot max_claims. Checkpoint branches and template
 // clones clone at RefillDelay too.
-func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claimRef string, lease time.Duration, src origin) (*claimed, *counter, *apiError) {
+func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant string, lbl labels, lease time.Duration, src origin) (*claimed, *counter, *apiError) {
 	n.mu.Lock()
 	if refusal := n.admitLocked(tenant, 1); refusal != nil {
 		n.mu.Unlock()
@@ -204,7 +215,7 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 	if wm != nil {
 		n.warmMachines[vm], wm = wm, nil
 	}
-	sb := n.newSandboxLocked(key, vm, tenant, claimRef, lease, src.checkpoint)
+	sb := n.newSandboxLocked(key, vm, tenant, lbl, lease, src.checkpoint)
 	if src.template != nil {
 		sb.templateDigest = src.template.rec.ContentDigest
 	}
@@ -212,7 +223,7 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant, claim
 }
 
 // newSandboxLocked records a claim of vm under a fresh id and token.
-func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string, lease time.Duration, fromCheckpoint string) *claimed {
+func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant string, lbl labels, lease time.Duration, fromCheckpoint string) *claimed {
 	now := n.cfg.Clock.Now()
 	id := newSandboxID()
 	wm := n.warmMachines[vm]
@@ -226,7 +237,8 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant, claimRef string
 		vm:             vm,
 		key:            key,
 		tenant:         tenant,
-		claimRef:       claimRef,
+		claimRef:       lbl.ref,
+		metadata:       lbl.metadata,
 		fromCheckpoint: fromCheckpoint,
 		claimedAt:      now,
 		deadline:       now.Add(lease),

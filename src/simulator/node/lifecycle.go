@@ -181,7 +181,8 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 	}
 	children := make([]*claimed, 0, req.Count)
 	for range req.Count {
-		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, "", lease, "")
+		// Children carry no metadata: fork takes no labels and copies none.
+		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, labels{}, lease, "")
 		if req.ClaimRefPrefix != "" {
 			child.claimRef = req.ClaimRefPrefix + child.id
 		}

@@ -30,6 +30,7 @@ type claimed struct {
 	key            sandbox.PoolKey
 	tenant         string
 	claimRef       string
+	metadata       map[string]string // validated, never written after the claim: rows share it
 	fromCheckpoint string
 	templateDigest string // set when cloned from a promoted template
 	claimedAt      time.Time
@@ -86,6 +87,7 @@ func (sb *claimed) row(withToken bool) sandboxd.Sandbox {
 		Hibernated:     sb.hibernated,
 		FromCheckpoint: sb.fromCheckpoint,
 		ClaimRef:       sb.claimRef,
+		Metadata:       sb.metadata,
 	}
 	if withToken {
 		r.Token = sb.token

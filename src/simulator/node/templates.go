@@ -227,7 +227,7 @@ func (n *Node) claimPromoted(ctx context.Context, tenant string, req sandboxd.Cl
 		return sandboxd.ClaimResponse{}, errUnknownTemplate
 	}
 	defer n.doneWithTemplate(tp)
-	sb, tier, aerr := n.provision(ctx, key, tenant, req.ClaimRef, lease, origin{template: tp})
+	sb, tier, aerr := n.provision(ctx, key, tenant, labelsOf(req), lease, origin{template: tp})
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr
 	}

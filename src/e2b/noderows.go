@@ -1,0 +1,92 @@
+package e2b
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// Reads of a node's sandbox index serve the labels of every sandbox on it
+// for rowsTTL, so a list costs at most one call per node per second
+// however many sandboxes it shows; a sandbox missing from a read older
+// than rowsRecheck (created since) is read again.
+const (
+	rowsTTL     = time.Second
+	rowsRecheck = 200 * time.Millisecond
+	// rowsTimeout bounds one node's read.
+	rowsTimeout = 5 * time.Second
+)
+
+// nodeRows caches the claim labels of the sandboxes on each node, read
+// from the node's GET /v1/sandboxes.
+type nodeRows struct {
+	fleet Fleet
+	clock clock.PassiveClock
+
+	mu    sync.Mutex
+	nodes map[string]*rowsRead // by node address
+}
+
+type rowsRead struct {
+	mu     sync.Mutex // held while reading, so one read serves concurrent callers
+	at     time.Time
+	labels map[string]map[string]string // by sandbox id
+}
+
+func newNodeRows(f Fleet, clk clock.PassiveClock) *nodeRows {
+	return &nodeRows{fleet: f, clock: clk, nodes: map[string]*rowsRead{}}
+}
+
+// labels returns the claim labels of sandbox id on the node at addr;
+// found is false when the node does not list it.
+func (n *nodeRows) labels(ctx context.Context, addr, id string) (map[string]string, bool, error) {
+	n.mu.Lock()
+	rd := n.nodes[addr]
+	if rd == nil {
+		rd = &rowsRead{}
+		n.nodes[addr] = rd
+	}
+	n.mu.Unlock()
+
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	age := n.clock.Since(rd.at)
+	if l, ok := rd.labels[id]; ok && age < rowsTTL {
+		return l, true, nil
+	}
+	if rd.labels != nil && age < rowsRecheck {
+		return nil, false, nil
+	}
+	cl, err := n.fleet.Client(addr)
+	if err != nil {
+		return nil, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rowsTimeout)
+	defer cancel()
+	rows, err := cl.Sandboxes(ctx, "")
+	if err != nil {
+		return nil, false, err
+	}
+	rd.at, rd.labels = n.clock.Now(), indexLabels(rows)
+	l, ok := rd.labels[id]
+	return l, ok, nil
+}
+
+func indexLabels(rows []sandboxd.Sandbox) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Metadata
+	}
+	return out
+}
+
+// forget drops the node's cached read (it was found gone).
+func (n *nodeRows) forget(addr string) {
+	n.mu.Lock()
+	delete(n.nodes, addr)
+	n.mu.Unlock()
+}
