@@ -1,6 +1,7 @@
 package envdproxy_test
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -119,11 +120,27 @@ func TestConcurrentUploadCap(t *testing.T) {
 	first := e.rawUpload(t, full.ID, tok, 1000, "abc")
 	e.rawUpload(t, full.ID, tok, 1000, "abc")
 
-	// The stalled two take their slots as soon as the proxy has read
-	// their heads; until then a third may still get through.
-	waitStatus(t, http.StatusTooManyRequests, func() (int, string) {
-		return e.upload(t, full.ID, tok, "third.txt", strings.NewReader("third"))
-	})
+	// The stalled two take their slots once the proxy has read their
+	// heads. A third sent before that would take one of them and leave a
+	// stalled upload refused, so the third waits for both.
+	deadline := time.Now().Add(hung)
+	for envdproxy.UploadsInFlight(e.proxy, full.ID) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled uploads hold %d slots, want 2", envdproxy.UploadsInFlight(e.proxy, full.ID))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if status, body := e.upload(t, full.ID, tok, "third.txt", strings.NewReader("third")); status != http.StatusTooManyRequests || !strings.Contains(body, "too many uploads") {
+		t.Fatalf("a third upload while two hold the slots = %d %s, want 429", status, body)
+	}
+	// A refused upload is answered at once, without the proxy waiting
+	// for a body it will not read: a stalled client still hears 429.
+	stalled := e.rawUpload(t, full.ID, tok, 1000, "abc")
+	_ = stalled.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, err := bufio.NewReader(stalled).ReadString('\n')
+	if err != nil || !strings.Contains(answer, " 429 ") {
+		t.Fatalf("a stalled upload past the cap was answered %q (%v), want 429 at once", answer, err)
+	}
 	if status, body := e.upload(t, other.ID, accessToken(other.Token), "x.txt", strings.NewReader("x")); status != 200 {
 		t.Fatalf("another sandbox's upload while the first is at its cap: %d %s", status, body)
 	}

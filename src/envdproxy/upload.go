@@ -63,11 +63,13 @@ func (p *Proxy) admitUpload(w http.ResponseWriter, r *http.Request, t Target, li
 	limit := p.cfg.MaxUploadBytes
 	if limit > 0 && r.ContentLength > limit {
 		line.reason = "upload too large"
+		refuseUnreadBody(w)
 		reply(w, http.StatusRequestEntityTooLarge, tooLargeMessage(limit))
 		return nil, false
 	}
 	if !p.uploads.acquire(t.ID) {
 		line.reason = "too many concurrent uploads"
+		refuseUnreadBody(w)
 		w.Header().Set("Retry-After", "1")
 		reply(w, http.StatusTooManyRequests,
 			fmt.Sprintf("too many uploads to this sandbox at once (at most %d); retry when one has finished", p.cfg.MaxConcurrentUploads))
@@ -77,6 +79,14 @@ func (p *Proxy) admitUpload(w http.ResponseWriter, r *http.Request, t Target, li
 		r.Body = &cappedBody{ReadCloser: r.Body, left: limit}
 	}
 	return func() { p.uploads.release(t.ID) }, true
+}
+
+// refuseUnreadBody makes a refusal of a body the proxy will not read go
+// out at once: net/http otherwise reads what is left of a small body
+// before it writes the answer, so a client that sends slowly (or stalls)
+// would never see its 413 or 429. The connection closes after the answer.
+func refuseUnreadBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
 }
 
 func tooLargeMessage(limit int64) string {
