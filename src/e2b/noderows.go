@@ -83,10 +83,3 @@ func indexLabels(rows []sandboxd.Sandbox) map[string]map[string]string {
 	}
 	return out
 }
-
-// forget drops the node's cached read (it was found gone).
-func (n *nodeRows) forget(addr string) {
-	n.mu.Lock()
-	delete(n.nodes, addr)
-	n.mu.Unlock()
-}
