@@ -249,6 +249,10 @@ offline_rc() {
     echo "common --repo_env=GOPROXY=off"
     echo "common --repo_env=GOSUMDB=off"
     echo "common --repo_env=GOFLAGS="
+    # Debian's Bazel package turns on --sandbox_debug in its system bazelrc,
+    # which keeps every action's sandbox directory: tens of GB per build of
+    # this repository, enough to fill a CI machine's disk.
+    echo "build --nosandbox_debug"
     if [[ -n "$registry" ]]; then echo "common --repo_env=NPM_CONFIG_REGISTRY=$registry"; fi
     # Tests find the base template's root filesystem here (src/simulator/rootfs).
     # The path is the versioned tree, not the stable link, so a new tree
@@ -257,6 +261,20 @@ offline_rc() {
     echo "test --test_env=SANDBOX_OPERATOR_BASE_ROOTFS=$base_rootfs"
   } >"$rc.tmp"
   mv "$rc.tmp" "$rc"
+}
+
+# prune_output_bases deletes the Bazel output bases of workspaces that no
+# longer exist (a CI clone that was removed, a moved checkout). Each holds a
+# full build of this repository, and they would otherwise pile up on one disk.
+prune_output_bases() {
+  local base ws
+  for base in "$work"/output/*/; do
+    [[ -f "$base/README" ]] || continue
+    ws=$(sed -n 's/^WORKSPACE: //p' "$base/README")
+    [[ -n "$ws" && ! -e "$ws" ]] || continue
+    echo "removing the Bazel output base of $ws, which no longer exists"
+    rm -rf "${base%/}"
+  done
 }
 
 # restart_stale_server stops the Bazel server of this workspace if the
@@ -285,4 +303,5 @@ provision_stubs
 prefetch_modules
 provision_base_rootfs
 offline_rc
+prune_output_bases
 restart_stale_server
