@@ -14,6 +14,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/gossip"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
@@ -21,7 +22,10 @@ import (
 const usageHeader = `sandboxd-sim runs simulated sandboxd nodes that speak the sandboxd HTTP API
 (claims, warm pools, lifecycle verbs, checkpoints, the guest-port relay, peers,
 drain, metrics). Nodes are peers of each other: a warm miss on one node
-redirects to a node that has warm capacity.
+redirects to a node that has warm capacity. Nodes of separate sandboxd-sim
+processes form one mesh with --join (as sandboxd's mesh.join): the processes
+then gossip membership, warm counts and templates over the nodes' API every
+--gossip-interval, and a member silent for three intervals is dead.
 
 Every sandbox serves an envd-compatible guest on port 49983 (--envd), reached
 through the node's port relay, so the e2b SDK can run commands and move files
@@ -98,6 +102,8 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.DurationVar(&r.publishInterval, "publish-interval", publisher.DefaultInterval, "time between NodeInventory publishes of each node (needs --publish or --kubeconfig)")
 	fs.BoolVar(&o.unisolated, "unisolated", false, "run sandboxes as ordinary processes of this user on this host instead of isolated machines, for machines without namespaces or the base root filesystem; every start says so (see SECURITY above)")
 	fs.StringVar(&f.ScratchRoot, "scratch-dir", "", "directory for per-sandbox scratch directories (the guests' homes); default a temp directory removed on exit")
+	fs.StringVar(&r.join, "join", "", "comma-separated API addresses (host:port) of nodes of another sandboxd-sim process whose mesh to join; they must share --api-token")
+	fs.DurationVar(&f.GossipInterval, "gossip-interval", gossip.DefaultInterval, "time between gossip rounds with the nodes of other processes")
 	fs.StringVar(&r.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr and never contain tokens)")
 	return fs, o, r
 }
@@ -111,6 +117,7 @@ type rawFlags struct {
 	envdSecretFile, envdVersion, kubeconfig    string
 	publishInterval                            time.Duration
 	logLevel                                   string
+	join                                       string
 }
 
 // printUsage writes --help: the header and every flag with its default.
@@ -170,6 +177,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("--tcp-echo-ports: %w", err)
 	}
 
+	if o.fleet.Join, err = parseJoin(r.join); err != nil {
+		return nil, fmt.Errorf("--join: %w", err)
+	}
 	o.fleet.RootToken, o.fleet.Tenants, o.fleet.Pools = token, tenants, pools
 	o.fleet.EchoPorts, o.fleet.TCPEchoPorts = httpEcho, tcpEcho
 	if o.fleet.Envd, err = r.envdConfig(set); err != nil {
@@ -189,6 +199,8 @@ func validateNumbers(f *fleet.Config) error {
 		return fmt.Errorf("--base-port: %d is not a port (0 picks free ports)", f.BasePort)
 	case f.BasePort > 0 && f.BasePort+f.Nodes-1 > 65535:
 		return fmt.Errorf("--base-port: %d leaves no room for %d nodes below port 65536", f.BasePort, f.Nodes)
+	case f.GossipInterval <= 0:
+		return fmt.Errorf("--gossip-interval: %v must be positive", f.GossipInterval)
 	case f.RefillConcurrency < 1:
 		return fmt.Errorf("--refill-concurrency: %d must be at least 1", f.RefillConcurrency)
 	case f.MaxClaims < 0:

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -92,6 +93,23 @@ func parsePorts(spec string) ([]int, error) {
 			return nil, fmt.Errorf("%q is not a port", p)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseJoin reads --join: host:port addresses with a numeric port.
+func parseJoin(spec string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(spec, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q is not host:port", a)
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/gossip"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/echo"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
@@ -87,12 +88,22 @@ type Config struct {
 
 	// Customize adjusts node i's config before it starts.
 	Customize func(i int, cfg *node.Config)
+
+	// Join are API addresses of nodes of another fleet (another
+	// sandboxd-sim process) whose mesh these nodes join; see package
+	// gossip. A fleet with none still takes members that join it.
+	Join []string
+	// GossipInterval is the time between gossip rounds with other
+	// processes' nodes; default gossip.DefaultInterval. A member unheard
+	// of for three rounds is dead.
+	GossipInterval time.Duration
 }
 
 // Fleet is a running set of simulated nodes that are peers of each other.
 type Fleet struct {
 	ownsRoot   string
 	publishers publishers
+	remote     *gossip.Members
 
 	mu    sync.RWMutex
 	nodes []*node.Node
@@ -139,6 +150,13 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		}
 	}
 	f := &Fleet{}
+	f.remote, err = gossip.New(gossip.Config{
+		Join: cfg.Join, Token: cfg.RootToken, Interval: cfg.GossipInterval,
+		Clock: cfg.Clock, Logger: cfg.Logger,
+	}, f.localAddrs)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
 	root := cfg.ScratchRoot
 	if root == "" {
 		tmp, err := os.MkdirTemp("", "sandboxd-sim-fleet-")
@@ -196,11 +214,35 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			}
 		}
 	}
+	go f.remote.Run(context.WithoutCancel(ctxOrBackground(ctx)))
 	if ctx != nil {
 		context.AfterFunc(ctx, func() { _ = f.Close() })
 	}
 	return f, nil
 }
+
+func ctxOrBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
+
+// localAddrs are the API addresses of this fleet's nodes, live or killed:
+// never remote members.
+func (f *Fleet) localAddrs() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]string, len(f.nodes))
+	for i, n := range f.nodes {
+		out[i] = n.Addr()
+	}
+	return out
+}
+
+// Introduce implements node.Introductions: another process's nodes
+// announced themselves.
+func (f *Fleet) Introduce(addrs []string) { f.remote.Introduce(addrs) }
 
 func guestsFor(cfg Config) ([]node.Guest, error) {
 	echoPorts := cfg.EchoPorts
@@ -229,18 +271,22 @@ func guestsFor(cfg Config) ([]node.Guest, error) {
 	return guests, nil
 }
 
-// Peers implements node.Mesh: every live node but self. Membership
-// changes (Kill) are seen at once, like a SWIM detection that already
-// happened; warm counts, checkpoints and promoted templates
-// (node.Peer.HasTemplate) are read live, a gossip view with no lag.
+// Peers implements node.Mesh: every live node of this fleet but self, seen
+// at once (like a SWIM detection that already happened, with warm counts,
+// checkpoints and promoted templates read live), then the members of
+// other processes that gossip last heard from (package gossip).
 func (f *Fleet) Peers(self *node.Node) []node.Peer {
+	remote := f.remote.Live()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]node.Peer, 0, len(f.nodes))
+	out := make([]node.Peer, 0, len(f.nodes)+len(remote))
 	for i, n := range f.nodes {
 		if n != self && f.alive[i] {
 			out = append(out, n)
 		}
+	}
+	for _, p := range remote {
+		out = append(out, p)
 	}
 	return out
 }
@@ -301,6 +347,7 @@ func (f *Fleet) Kill(i int) error {
 // Close stops every publisher and node and removes the scratch root it
 // created.
 func (f *Fleet) Close() error {
+	f.remote.Close()
 	f.publishers.stopAll()
 	f.mu.Lock()
 	nodes := f.nodes

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -140,6 +141,11 @@ func (n *Node) handleClaim(w http.ResponseWriter, r *http.Request) {
 func (n *Node) handleInfo(w http.ResponseWriter, r *http.Request) {
 	if _, ok := n.operatorCaller(w, r); !ok {
 		return
+	}
+	if intro, ok := n.cfg.Mesh.(Introductions); ok {
+		if v := r.Header.Get(IntroductionHeader); v != "" {
+			intro.Introduce(strings.Split(v, ","))
+		}
 	}
 	if frozen := n.frozenInfo.Load(); frozen != nil {
 		writeJSON(w, http.StatusOK, frozen)

@@ -60,6 +60,18 @@ type Mesh interface {
 	Peers(self *Node) []Peer
 }
 
+// Introductions is implemented by a Mesh that learns of members through
+// the nodes' API (the simulator's gossip between processes, package
+// gossip): a root-token read of GET /v1/info that names the reader's own
+// nodes in IntroductionHeader introduces them, as a memberlist join does.
+type Introductions interface {
+	Introduce(addrs []string)
+}
+
+// IntroductionHeader carries, on a gossip read of GET /v1/info, the API
+// addresses (comma-separated) of the reading process's nodes.
+const IntroductionHeader = "Sandboxd-Sim-Member"
+
 // Peer is what gossip tells one node about another.
 type Peer interface {
 	Addr() string

@@ -1,0 +1,210 @@
+package gossip_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+)
+
+const (
+	rootToken = "mesh-root"
+	tmpl      = "base:24.04"
+	interval  = 50 * time.Millisecond
+)
+
+var key = sandbox.PoolKey{Template: tmpl, Net: "none", Size: "small"}
+
+func start(t *testing.T, nodes int, join []string) *fleet.Fleet {
+	t.Helper()
+	f, err := fleet.Start(context.Background(), fleet.Config{
+		Nodes: nodes, RootToken: rootToken, Join: join, GossipInterval: interval,
+		NamePrefix: t.Name() + "-",
+	})
+	if err != nil {
+		t.Fatalf("start fleet: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func client(t *testing.T, addr string) *sandboxd.Client {
+	c, err := sandboxd.New(addr, sandboxd.WithToken(rootToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitPeers polls GET /v1/peers of addr until it lists exactly want.
+func waitPeers(t *testing.T, addr string, want []string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	for ctx.Err() == nil {
+		var err error
+		if got, err = client(t, addr).Peers(ctx); err == nil {
+			slices.Sort(got)
+			if slices.Equal(got, want) {
+				return
+			}
+		}
+		time.Sleep(interval / 2)
+	}
+	t.Fatalf("peers of %s = %v, want %v", addr, got, want)
+}
+
+// TestSeparateFleetsFormOneMesh: fleets that only know one seed of each
+// other end with every node listing every other, both ways and
+// transitively, as a memberlist join does.
+func TestSeparateFleetsFormOneMesh(t *testing.T) {
+	a := start(t, 2, nil)
+	b := start(t, 1, []string{a.Addrs()[0]})
+	c := start(t, 1, []string{b.Addrs()[0]}) // knows only b; learns a through it
+	all := slices.Concat(a.Addrs(), b.Addrs(), c.Addrs())
+	for _, addr := range all {
+		waitPeers(t, addr, slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == addr }))
+	}
+}
+
+// TestWarmMissRedirectsAcrossProcesses: a node without warm capacity
+// redirects a claim to a member of another fleet that gossip says is warm,
+// and following the redirect claims there.
+func TestWarmMissRedirectsAcrossProcesses(t *testing.T) {
+	a := start(t, 1, nil)
+	b := start(t, 1, []string{a.Addrs()[0]})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	warm := a.Node(0)
+	if _, err := client(t, warm.Addr()).SetPools(ctx, []sandboxd.PoolSpec{{Template: tmpl, Warm: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.WaitWarm(ctx, key, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client(t, b.Addrs()[0]).SetPools(ctx, []sandboxd.PoolSpec{{Template: tmpl, Warm: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	// Gossip carries a's warm count to b within a few rounds.
+	var resp *sandboxd.ClaimResponse
+	for ctx.Err() == nil {
+		var err error
+		resp, err = client(t, b.Addrs()[0]).ClaimNoFollow(ctx, sandboxd.ClaimRequest{Template: tmpl, ClaimRef: "ns/probe"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.IsRedirect() {
+			break
+		}
+		// A cold claim was granted locally before gossip arrived; hand it
+		// back and try again.
+		_ = client(t, b.Addrs()[0]).Release(ctx, resp.ID)
+		time.Sleep(interval)
+	}
+	if !slices.Equal(resp.Redirect, []string{warm.Addr()}) {
+		t.Fatalf("redirect = %v, want [%s]", resp.Redirect, warm.Addr())
+	}
+	cl, err := client(t, b.Addrs()[0]).Claim(ctx, sandboxd.ClaimRequest{Template: tmpl, ClaimRef: "ns/followed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.OwnerAddr != warm.Addr() {
+		t.Fatalf("claim owned by %s, want the warm member %s", cl.OwnerAddr, warm.Addr())
+	}
+}
+
+// TestDeadMemberLeavesTheMesh: a member that stops answering is dropped
+// from the others' peers after about three rounds, and one that comes back
+// (a new process at a new address, joining again) is listed again.
+func TestDeadMemberLeavesTheMesh(t *testing.T) {
+	a := start(t, 1, nil)
+	b := start(t, 1, []string{a.Addrs()[0]})
+	waitPeers(t, a.Addrs()[0], b.Addrs())
+	gone := b.Addrs()[0]
+	killed := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitPeers(t, a.Addrs()[0], nil)
+	if took := time.Since(killed); took < 2*interval {
+		t.Fatalf("the dead member left after %v, before its suspicion time", took)
+	}
+	back := start(t, 1, []string{a.Addrs()[0]})
+	waitPeers(t, a.Addrs()[0], back.Addrs())
+	if slices.Contains(back.Addrs(), gone) {
+		t.Logf("the new member reused the port %s", gone)
+	}
+}
+
+// TestCheckpointProbeReachesOtherProcesses: a checkpoint claim at a node
+// that lacks the checkpoint redirects to the member of another fleet that
+// holds it (the probe is live, not gossiped).
+func TestCheckpointProbeReachesOtherProcesses(t *testing.T) {
+	a := start(t, 1, nil)
+	b := start(t, 1, []string{a.Addrs()[0]})
+	waitPeers(t, b.Addrs()[0], a.Addrs())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ca := client(t, a.Addrs()[0])
+	cl, err := ca.Claim(ctx, sandboxd.ClaimRequest{Template: tmpl, ClaimRef: "ns/src"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ca.Checkpoint(ctx, cl.ID, sandboxd.CheckpointRequest{Token: cl.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client(t, b.Addrs()[0]).ClaimCheckpointNoFollow(ctx, ck.ID, sandboxd.CheckpointClaimRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(resp.Redirect, a.Addrs()) {
+		t.Fatalf("checkpoint claim at the other process answered %+v, want a redirect to %v", resp, a.Addrs())
+	}
+}
+
+// TestIntroductionsNeedTheRootToken: an /v1/info read that is not the
+// mesh's root caller introduces nobody.
+func TestIntroductionsNeedTheRootToken(t *testing.T) {
+	f, err := fleet.Start(context.Background(), fleet.Config{
+		Nodes: 1, RootToken: rootToken, GossipInterval: interval,
+		Tenants: []node.Tenant{{Name: "team", Token: "tenant-tok"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	decoy := start(t, 1, nil) // a real node, so it would pass a read
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, token := range []string{"tenant-tok", "wrong", ""} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+f.Addrs()[0]+"/v1/info", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(node.IntroductionHeader, decoy.Addrs()[0])
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("read of /v1/info with token %q answered %d, want 401 or 403", token, resp.StatusCode)
+		}
+	}
+	time.Sleep(5 * interval)
+	if peers, err := client(t, f.Addrs()[0]).Peers(ctx); err != nil || len(peers) != 0 {
+		t.Fatalf("peers after a tenant's introduction = %v, %v; want none", peers, err)
+	}
+}
