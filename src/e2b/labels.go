@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 )
 
 // What a create records beyond the claim itself (the caller's metadata,
@@ -26,8 +26,8 @@ const (
 
 // labelsOf encodes what a create records as claim labels. The error is the
 // caller's 400: sandboxd's bounds on labels (16 pairs, key and value
-// sizes, 4 KiB as JSON) apply to the caller's metadata and the surface's
-// labels together.
+// sizes, 4 KiB as JSON) apply to the caller's metadata, the surface's
+// labels and the fleet's attempt label together.
 func labelsOf(rec record) (map[string]string, error) {
 	out := make(map[string]string, len(rec.metadata)+4)
 	for k, v := range rec.metadata {
@@ -45,8 +45,8 @@ func labelsOf(rec record) (map[string]string, error) {
 	if rec.source != "" {
 		out[labelSource] = rec.source
 	}
-	if err := sandboxd.ValidateMetadata(out); err != nil {
-		return nil, fmt.Errorf("metadata: %w (sandboxd keeps it with the sandbox; this surface adds up to 4 labels of its own and prefixes each key with %q)", err, userLabelPrefix)
+	if err := fleet.ValidateMetadata(out); err != nil {
+		return nil, fmt.Errorf("metadata: %w (sandboxd keeps it with the sandbox; this surface adds up to 4 labels of its own and prefixes each key with %q, and the fleet one)", err, userLabelPrefix)
 	}
 	return out, nil
 }

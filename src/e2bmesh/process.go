@@ -53,6 +53,7 @@ type Config struct {
 // Process is a sandbox-e2b with its listeners bound; Run serves it.
 type Process struct {
 	mesh      *mesh.Mesh
+	core      *fleet.Fleet
 	surface   *e2b.Server
 	api       *serve.Server
 	dataPlane *serve.Server // nil without a data plane
@@ -92,9 +93,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Process, erro
 	if err != nil {
 		return nil, fmt.Errorf("e2b surface: %w", err)
 	}
-	p := &Process{mesh: m, surface: surface, logger: logger}
+	p := &Process{mesh: m, core: core, surface: surface, logger: logger}
 	if err := p.listen(cfg, m); err != nil {
 		surface.Close()
+		core.Close()
 		return nil, err
 	}
 
@@ -173,6 +175,7 @@ func (p *Process) Run(ctx context.Context) error {
 	g := serve.NewGroup(ctx, p.logger)
 	g.Loop(p.mesh.Run)
 	g.Go("e2b surface", func(ctx context.Context) error {
+		defer p.core.Close()
 		defer p.surface.Close()
 		return p.api.Serve(ctx)
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -38,7 +39,11 @@ func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.NodeTimeout)
 	defer cancel()
-	body := sandboxd.CheckpointClaimRequest{TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String(), Metadata: req.Metadata}
+	if err := ValidateMetadata(req.Metadata); err != nil {
+		return Claimed{}, fmt.Errorf("fleet: claim checkpoint: %w: %w", ErrInvalid, err)
+	}
+	attempt := newAttempt()
+	body := sandboxd.CheckpointClaimRequest{TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String(), Metadata: withAttempt(req.Metadata, attempt)}
 	cl, err := c.ClaimCheckpoint(ctx, req.Checkpoint, body)
 	if err != nil {
 		if errors.Is(err, sandboxd.ErrNotFound) {
@@ -46,7 +51,7 @@ func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest)
 		}
 		if !errors.Is(err, sandboxd.ErrBadRequest) && !errors.Is(err, sandboxd.ErrConflict) && !errors.Is(err, sandboxd.ErrCapacity) {
 			// The node may have granted it before the answer was lost.
-			f.releaseOrphans(req.NodeAddr, body.ClaimRef)
+			f.releaseOrphans(req.NodeAddr, body.ClaimRef, attempt, time.Duration(body.TTLSeconds)*time.Second)
 		}
 		return Claimed{}, fmt.Errorf("fleet: claim checkpoint %s: %w", req.Checkpoint, err)
 	}

@@ -6,9 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+)
+
+// Backoff of the re-checks for a claim a node may grant late.
+const (
+	orphanFirstWait = 250 * time.Millisecond
+	orphanMaxWait   = 5 * time.Second
 )
 
 // maxRedirectEntries bounds how many nodes a redirect-following claim
@@ -42,10 +49,14 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 		}
 		return Claimed{}, fmt.Errorf("fleet: no node has a warm sandbox for %s now: %w", key, sandboxd.ErrCapacity)
 	}
+	if err := ValidateMetadata(req.Metadata); err != nil {
+		return Claimed{}, fmt.Errorf("fleet: claim: %w: %w", ErrInvalid, err)
+	}
+	attempt := newAttempt()
 	body := sandboxd.ClaimRequest{
 		Template: key.Template, Net: key.Net, Size: key.Size, TTLSeconds: max(req.TTLSeconds, 0),
 		ClaimRef: req.Ref.String(), NoRedirect: !f.cfg.FollowRedirects, RequirePromoted: req.Promoted,
-		Metadata: req.Metadata,
+		Metadata: withAttempt(req.Metadata, attempt),
 	}
 	var capacity, gone, other int
 	var last error
@@ -86,7 +97,7 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 			if unreachable(ctx, err) && f.rec != nil {
 				f.rec.Unreachable(n.Addr, err)
 			}
-			f.releaseOrphans(n.Addr, body.ClaimRef)
+			f.releaseOrphans(n.Addr, body.ClaimRef, attempt, time.Duration(body.TTLSeconds)*time.Second)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -169,28 +180,65 @@ func nodeName(nodes []Node, owner string, entry Node) string {
 	return owner
 }
 
-// releaseOrphans releases, in the background and within NodeTimeout,
-// every sandbox the node at addr holds under ref.
-func (f *Fleet) releaseOrphans(addr, ref string) {
+// releaseOrphans releases, in the background, every sandbox the node at
+// addr holds under ref from this claim attempt (AttemptLabel): a claim the
+// node may have granted after this process stopped waiting for it. A hung node (one that stopped answering,
+// SIGSTOPped or stalled) may grant the claim only once it runs again, so
+// the check repeats with backoff until two answers at least NodeTimeout
+// apart showed nothing left, or until lease (the claim's TTL), when the
+// node's own reaper frees whatever is left, or until Close.
+func (f *Fleet) releaseOrphans(addr, ref, attempt string, lease time.Duration) {
 	c, err := f.Client(addr)
 	if err != nil {
 		return
 	}
+	giveUp := f.cfg.Clock.Now().Add(cmp.Or(lease, sandboxd.DefaultTTL))
 	f.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.NodeTimeout)
-		defer cancel()
-		list, err := c.Sandboxes(ctx, ref)
-		if err != nil {
-			f.log.Debug("Could not check a node for an orphaned claim", "claimRef", ref, "err", err)
-			return
-		}
-		for _, sb := range list {
-			if sb.ClaimRef != ref {
-				continue
+		var clearSince time.Time
+		for wait := orphanFirstWait; ; wait = min(2*wait, orphanMaxWait) {
+			found, err := f.releaseOrphansOnce(c, ref, attempt)
+			now := f.cfg.Clock.Now()
+			switch {
+			case err != nil || found > 0:
+				clearSince = time.Time{}
+			case clearSince.IsZero():
+				clearSince = now
+			case now.Sub(clearSince) >= f.cfg.NodeTimeout:
+				return
 			}
-			if err := c.Release(ctx, sb.ID); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
-				f.log.Info("Could not release an orphaned claim", "claimRef", ref, "err", err)
+			if now.After(giveUp) {
+				f.log.Info("Gave up releasing a possibly orphaned claim; its lease ends it", "claimRef", ref, "err", err)
+				return
+			}
+			select {
+			case <-f.done:
+				return
+			case <-time.After(wait):
 			}
 		}
 	})
+}
+
+// releaseOrphansOnce lists and releases the attempt's sandboxes at one
+// node within NodeTimeout, and says how many it found.
+func (f *Fleet) releaseOrphansOnce(c *sandboxd.Client, ref, attempt string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.NodeTimeout)
+	defer cancel()
+	list, err := c.SandboxesMatching(ctx, ref, map[string]string{AttemptLabel: attempt})
+	if err != nil {
+		f.log.Debug("Could not check a node for an orphaned claim", "claimRef", ref, "err", err)
+		return 0, err
+	}
+	found := 0
+	for _, sb := range list {
+		if sb.ClaimRef != ref || sb.Metadata[AttemptLabel] != attempt {
+			continue
+		}
+		found++
+		if err := c.Release(ctx, sb.ID); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+			f.log.Info("Could not release an orphaned claim", "claimRef", ref, "err", err)
+			return found, err
+		}
+	}
+	return found, nil
 }

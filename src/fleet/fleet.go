@@ -55,7 +55,9 @@ type Fleet struct {
 	randMu sync.Mutex
 	rng    *rand.Rand
 
-	bg sync.WaitGroup
+	bg        sync.WaitGroup
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 // New validates cfg and builds a Fleet.
@@ -70,7 +72,7 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	f := &Fleet{cfg: cfg, log: cfg.Logger, rng: cfg.Rand}
+	f := &Fleet{cfg: cfg, log: cfg.Logger, rng: cfg.Rand, done: make(chan struct{})}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -83,6 +85,14 @@ func New(cfg Config) (*Fleet, error) {
 
 // Wait blocks until the background clean-ups of failed claims are done.
 func (f *Fleet) Wait() { f.bg.Wait() }
+
+// Close stops the background clean-ups of failed claims (one still
+// re-checking a hung node gives up: the node's lease reaper frees what it
+// may hold) and waits for them.
+func (f *Fleet) Close() {
+	f.closeOnce.Do(func() { close(f.done) })
+	f.bg.Wait()
+}
 
 // Client returns a sandboxd client for the node at addr with the fleet
 // token, for the reads a front makes itself (stats, checkpoints, the

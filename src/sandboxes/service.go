@@ -171,7 +171,7 @@ func (s *Service) Run(ctx context.Context) {
 		s.unsubscribe()
 		s.stopOnce.Do(func() { close(s.stopped) })
 		s.bg.Wait()
-		s.fleet.Wait()
+		s.fleet.Close()
 	}()
 	for {
 		select {

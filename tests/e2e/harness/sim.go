@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +37,23 @@ type SimNode struct{ Name, Addr string }
 type Sim struct {
 	Nodes []SimNode
 	Proc  *testbin.Process
+	// killed is set by Kill: the process is meant to be gone at the end.
+	killed atomic.Bool
 }
+
+// Kill ends the process with SIGKILL, as a node crash would: its nodes
+// and their sandboxes vanish without a release.
+func (s *Sim) Kill() error {
+	s.killed.Store(true)
+	return s.Proc.Kill()
+}
+
+// Pause stops the process with SIGSTOP, a hung node: its sockets stay open
+// and nothing answers. Resume continues it.
+func (s *Sim) Pause() error { return syscall.Kill(s.Proc.Pid(), syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (s *Sim) Resume() error { return syscall.Kill(s.Proc.Pid(), syscall.SIGCONT) }
 
 // Addrs are the nodes' host:port addresses.
 func (s *Sim) Addrs() []string {
@@ -66,15 +84,21 @@ func StartSim(t testing.TB, binary, dir string, nodes int, args ...string) *Sim 
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &Sim{Proc: p}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s", p.LogTail(80))
 		}
+		if s.killed.Load() {
+			return
+		}
+		// A process a test paused and did not resume would never see the
+		// SIGTERM.
+		_ = s.Resume()
 		if err := p.Stop(simStopGrace); err != nil {
 			t.Errorf("stop sandboxd-sim: %v\n%s", err, p.LogTail(40))
 		}
 	})
-	s := &Sim{Proc: p}
 	ctx, cancel := context.WithTimeout(context.Background(), simStartTimeout)
 	defer cancel()
 	err = wait.PollUntilContextCancel(ctx, pollEvery, true, func(context.Context) (bool, error) {

@@ -1,0 +1,376 @@
+// Package faults_test breaks real processes under load and measures what
+// the fronts do: sandboxd-sim node processes that form one mesh through
+// gossip (--join), SIGKILLed and SIGSTOPped while sandbox-e2b takes
+// creates and relays traffic. Each test checks that every sandbox a client
+// was told about is reachable (or, on a node that died, honestly gone),
+// that nothing nobody was told about stays claimed, that errors stay inside
+// the measured window, and that the front holds no more file descriptors
+// afterwards; it logs the figures docs/reliability.md records.
+package faults_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
+)
+
+const (
+	domain   = "sandbox.faults.test"
+	image    = "faultimg"
+	echoPort = 8080
+	// warmPerNode is each node's pool: enough that no create in a test
+	// waits for a refill.
+	warmPerNode = 24
+	// gossipEvery and meshRefresh keep failure detection quick; a dead
+	// member leaves its peers' view after three gossip rounds.
+	gossipEvery = 250 * time.Millisecond
+	meshRefresh = 250 * time.Millisecond
+	// nodeTimeout bounds one call of the front to one node: the longest a
+	// hung node can hold a request before the front moves on.
+	nodeTimeout = 2 * time.Second
+	// clientTimeout bounds every request the tests make.
+	clientTimeout = 15 * time.Second
+	// createEvery paces each create worker: a steady load the warm pools
+	// (refilled at once) keep up with.
+	createEvery = 100 * time.Millisecond
+)
+
+// stack is three sandboxd-sim processes (one node each, joined through the
+// first) and sandbox-e2b seeded with the first node only.
+type stack struct {
+	token, key string
+	nodes      []*harness.Sim
+	front      *testbin.Process
+	api, proxy string
+	http       *http.Client
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	simBin := testbin.Path(t, "SANDBOXD_SIM", "github.com/cocoonstack/sandbox-operator/src/cmd/sandboxd-sim")
+	e2bBin := testbin.Path(t, "SANDBOX_E2B", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b")
+	dir := t.TempDir()
+	s := &stack{
+		token: harness.RandomHex(t), key: "e2b_" + harness.RandomHex(t),
+		http: &http.Client{Timeout: clientTimeout},
+	}
+	secret := harness.RandomHex(t)
+	tokenFile := harness.WriteFile(t, dir, "sandboxd-token", s.token+"\n")
+	secretFile := harness.WriteFile(t, dir, "envd-secret", secret+"\n")
+	keyFile := harness.WriteFile(t, dir, "e2b-keys", s.key+"\n")
+	for i, name := range []string{"a", "b", "c"} {
+		ndir := filepath.Join(dir, name)
+		if err := os.Mkdir(ndir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{
+			"--nodes=1", "--name-prefix=" + name + "-", "--api-token-file=" + tokenFile,
+			"--pools=" + image + ":none:small=" + strconv.Itoa(warmPerNode),
+			"--envd-secret-file=" + secretFile, "--echo-ports=" + strconv.Itoa(echoPort), "--unisolated",
+			"--gossip-interval=" + gossipEvery.String(), "--log-level=debug",
+		}
+		if i > 0 {
+			args = append(args, "--join="+s.nodes[0].Addrs()[0])
+		}
+		s.nodes = append(s.nodes, harness.StartSim(t, simBin, ndir, 1, args...))
+	}
+	s.api, s.proxy = harness.FreeAddr(t), harness.FreeAddr(t)
+	s.front = harness.StartProcess(t, "sandbox-e2b", e2bBin, dir, []string{
+		"--sandboxd=" + s.nodes[0].Addrs()[0],
+		"--sandboxd-token-file=" + tokenFile,
+		"--mesh-refresh-interval=" + meshRefresh.String(),
+		"--mesh-node-timeout=" + nodeTimeout.String(),
+		"--e2b-bind-address=" + s.api,
+		"--envd-proxy-bind-address=" + s.proxy,
+		"--e2b-domain=" + domain,
+		"--e2b-envd-secret-file=" + secretFile,
+		"--e2b-api-key-file=" + keyFile,
+		// The load is one key's; the per-key create rate is not under test.
+		"--e2b-create-rate=0", "--e2b-max-sandboxes=0",
+	}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	harness.WaitHealthy(t, ctx, s.front, "http://"+s.api+"/health")
+	// Every node gossips with the other two before the test begins, and the
+	// front sees all three.
+	for _, n := range s.nodes {
+		s.waitPeers(t, n.Addrs()[0], 2)
+	}
+	return s
+}
+
+// addrs are the three nodes' API addresses.
+func (s *stack) addrs() []string {
+	var out []string
+	for _, n := range s.nodes {
+		out = append(out, n.Addrs()[0])
+	}
+	return out
+}
+
+// waitPeers waits until the node at addr lists want peers.
+func (s *stack) waitPeers(t *testing.T, addr string, want int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	c := s.node(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []string
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = c.Peers(ctx)
+		return err == nil && len(got) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s lists peers %v, want %d", addr, got, want)
+	}
+	return time.Since(start)
+}
+
+func (s *stack) node(t *testing.T, addr string) *sandboxd.Client {
+	c, err := sandboxd.New(addr, sandboxd.WithToken(s.token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// created is what the front told a client about one sandbox.
+type created struct {
+	ID, AccessToken string
+}
+
+// outcome is one create as the client saw it.
+type outcome struct {
+	start, end time.Time
+	status     int
+	sb         created
+	err        error
+}
+
+// create asks the front for one sandbox of the pooled image.
+func (s *stack) create(ctx context.Context) (o outcome) {
+	o.start = time.Now()
+	defer func() { o.end = time.Now() }()
+	body := `{"templateID":"` + image + `","allow_internet_access":false,"timeout":600}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.api+"/sandboxes", strings.NewReader(body))
+	if err != nil {
+		o.err = err
+		return o
+	}
+	req.Header.Set("X-API-KEY", s.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer resp.Body.Close()
+	o.status = resp.StatusCode
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusCreated {
+		var out struct {
+			SandboxID       string `json:"sandboxID"`
+			EnvdAccessToken string `json:"envdAccessToken"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			o.err = fmt.Errorf("create answer: %w", err)
+		}
+		o.sb = created{ID: out.SandboxID, AccessToken: out.EnvdAccessToken}
+	} else {
+		o.err = fmt.Errorf("create: %d %s", resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	return o
+}
+
+// createLoad runs workers that each create a sandbox every createEvery
+// until ctx ends, and returns every outcome.
+func (s *stack) createLoad(ctx context.Context, workers int) func() []outcome {
+	var mu sync.Mutex
+	var all []outcome
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				o := s.create(context.Background())
+				mu.Lock()
+				all = append(all, o)
+				mu.Unlock()
+				time.Sleep(time.Until(o.start.Add(createEvery)))
+			}
+		})
+	}
+	return func() []outcome {
+		wg.Wait()
+		return all
+	}
+}
+
+// get answers the status of GET /sandboxes/{id}.
+func (s *stack) get(t *testing.T, id string) int {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+s.api+"/sandboxes/"+id, nil)
+	req.Header.Set("X-API-KEY", s.key)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		t.Errorf("get %s: %v", id, err)
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// kill deletes a sandbox through the front (404 is fine: already gone).
+func (s *stack) kill(id string) error {
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+s.api+"/sandboxes/"+id, nil)
+	req.Header.Set("X-API-KEY", s.key)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotFound {
+		return fmt.Errorf("delete %s: %d", id, resp.StatusCode)
+	}
+	return nil
+}
+
+// echo sends one request through the data plane to the sandbox's echo
+// guest on client c and checks the guest that answered is that sandbox.
+func (s *stack) echo(c *http.Client, sb created) error {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+s.proxy+"/ping", nil)
+	req.Host = strconv.Itoa(echoPort) + "-" + sb.ID + "." + domain
+	req.Header.Set("X-Access-Token", sb.AccessToken)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("echo of %s: %d %s", sb.ID, resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	var got struct {
+		Sandbox string `json:"sandbox"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil || !sandbox.SameID(got.Sandbox, sb.ID) {
+		return fmt.Errorf("echo of %s answered for %q (%v)", sb.ID, got.Sandbox, err)
+	}
+	return nil
+}
+
+// owners maps the sandboxes claimed on the reachable nodes to their node.
+func (s *stack) owners(t *testing.T, addrs []string) map[string]string {
+	out := map[string]string{}
+	for _, addr := range addrs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		list, err := s.node(t, addr).Sandboxes(ctx, "")
+		cancel()
+		if err != nil {
+			t.Fatalf("list node %s: %v", addr, err)
+		}
+		for _, sb := range list {
+			out[sb.ID] = addr
+		}
+	}
+	return out
+}
+
+// ownerOf finds id among owners, whatever its spelling.
+func ownerOf(owners map[string]string, id string) (string, bool) {
+	for sid, addr := range owners {
+		if sandbox.SameID(sid, id) {
+			return addr, true
+		}
+	}
+	return "", false
+}
+
+// checkReleased waits until the nodes at addrs claim exactly the sandboxes
+// in told: a claim nobody was told about must have been released.
+func (s *stack) checkReleased(t *testing.T, addrs []string, told []created) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var extra []string
+		for id, addr := range s.owners(t, addrs) {
+			if !slices.ContainsFunc(told, func(c created) bool { return sandbox.SameID(c.ID, id) }) {
+				extra = append(extra, addr+": "+id)
+			}
+		}
+		if len(extra) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("claimed with nobody told about them: %v", extra)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// fds counts the front's open file descriptors.
+func (s *stack) fds(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(s.front.Pid()) + "/fd")
+	if err != nil {
+		t.Fatalf("read the front's fds: %v", err)
+	}
+	return len(ents)
+}
+
+// checkNoFDGrowth deletes every sandbox in told, lets idle connections
+// close, and compares the front's descriptors with before.
+func (s *stack) checkNoFDGrowth(t *testing.T, before int, told []created) {
+	t.Helper()
+	for _, sb := range told {
+		if err := s.kill(sb.ID); err != nil {
+			t.Error(err)
+		}
+	}
+	s.http.CloseIdleConnections()
+	// Idle keep-alive connections to the nodes and the client close on
+	// their own; allow the handful the front keeps per node.
+	const slack = 12
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		after := s.fds(t)
+		if after <= before+slack {
+			t.Logf("front file descriptors: %d before, %d after", before, after)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("front file descriptors grew from %d to %d", before, after)
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// percentile is the p-th percentile of ds (0 < p ≤ 100).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	i := int(float64(len(ds))*p/100+0.5) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
