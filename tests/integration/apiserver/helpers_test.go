@@ -239,3 +239,14 @@ func (e *testEnv) postSubresource(ctx context.Context, namespace, name, sub stri
 	}
 	return nil
 }
+
+// ensureNamespace creates the namespace as the admin unless it exists: the
+// shared cluster outlives each test, and no controller would finish
+// deleting one.
+func (e *testEnv) ensureNamespace(ctx context.Context, tb testing.TB, name string) {
+	tb.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.cluster.Clientset().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		tb.Fatalf("create namespace %s: %v", name, err)
+	}
+}
