@@ -26,34 +26,40 @@ const maxStatusLogs = 1000
 // filesHashRE is the files hash the SDK keys an upload by.
 var filesHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// serveBuilds registers the template build API, or, when builds are off,
-// answers its routes with what turns them on.
-func (s *Server) serveBuilds(mux *http.ServeMux) {
+// buildRoutes is the template build API, or, when builds are off, its
+// routes answering with what turns them on.
+func (s *Server) buildRoutes() []route {
+	var rs []route
 	for _, p := range []string{"POST /templates/tags", "DELETE /templates/tags"} {
-		mux.Handle(p, s.authed(unsupportedTags))
+		rs = append(rs, s.keyed(p, unsupportedTags))
 	}
-	routes := map[string]handlerFunc{
-		"POST /v3/templates":                                  s.requestBuild,
-		"GET /templates/{templateID}/files/{hash}":            s.fileUploadLink,
-		"POST /v2/templates/{templateID}/builds/{buildID}":    s.startBuild,
-		"GET /templates/{templateID}/builds/{buildID}/status": s.buildStatus,
+	builds := []struct {
+		pattern string
+		handler handlerFunc
+	}{
+		{"POST /v3/templates", s.requestBuild},
+		{"GET /templates/{templateID}/files/{hash}", s.fileUploadLink},
+		{"POST /v2/templates/{templateID}/builds/{buildID}", s.startBuild},
+		{"GET /templates/{templateID}/builds/{buildID}/status", s.buildStatus},
 	}
 	if s.cfg.Builds == nil {
-		for p := range routes {
-			mux.Handle(p, s.authed(func(w http.ResponseWriter, _ *http.Request, _ caller) {
-				writeError(w, http.StatusNotImplemented, "template builds are not enabled on this server (--e2b-builds)")
-			}))
+		off := func(w http.ResponseWriter, _ *http.Request, _ caller) {
+			writeError(w, http.StatusNotImplemented, "template builds are not enabled on this server (--e2b-builds)")
 		}
-		return
+		for _, b := range builds {
+			rs = append(rs, s.keyed(b.pattern, off))
+		}
+		return rs
 	}
-	for p, h := range routes {
-		mux.Handle(p, s.authed(h))
+	for _, b := range builds {
+		rs = append(rs, s.keyed(b.pattern, b.handler))
 	}
 	if up := s.cfg.Builds.Uploads; up != nil {
 		// The signature in the URL is the upload's authorization: the
 		// SDK sends no API key with it.
-		mux.Handle("PUT /e2b-files/", up)
+		rs = append(rs, route{pattern: "PUT /e2b-files/", handler: up, auth: authSignature})
 	}
+	return rs
 }
 
 // requestBuild is POST /v3/templates: it registers a build of the named

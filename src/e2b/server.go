@@ -51,7 +51,9 @@ type Server struct {
 	stopSweeps, sweepsDone chan struct{}
 	// builds is nil when the build API is off.
 	builds *build.Manager
-	mux    *http.ServeMux
+	// table is what mux serves, kept so Routes can list it.
+	table []route
+	mux   *http.ServeMux
 
 	closeOnce sync.Once
 }
@@ -83,35 +85,11 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 			Parallel: b.Parallel, Timeout: b.Timeout, LogLines: b.LogLines, Clock: clk, Logger: cfg.Logger,
 		}, s.runBuild)
 	}
+	s.table = s.routes()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.serveHealth)
-
-	mux.Handle("POST /sandboxes", s.authed(s.createSandbox))
-	mux.Handle("POST /v2/sandboxes", s.authed(s.createSandbox))
-	mux.Handle("GET /sandboxes", s.authed(s.listSandboxesV1))
-	mux.Handle("GET /v2/sandboxes", s.authed(s.listSandboxesV2))
-	mux.Handle("GET /sandboxes/{sandboxID}", s.authed(s.getSandbox))
-	mux.Handle("DELETE /sandboxes/{sandboxID}", s.authed(s.killSandbox))
-	mux.Handle("POST /sandboxes/{sandboxID}/timeout", s.authed(s.setTimeout))
-	mux.Handle("POST /sandboxes/{sandboxID}/refreshes", s.authed(s.refresh))
-	mux.Handle("POST /sandboxes/{sandboxID}/pause", s.authed(s.pause))
-	mux.Handle("POST /sandboxes/{sandboxID}/resume", s.authed(s.resume))
-	mux.Handle("POST /sandboxes/{sandboxID}/connect", s.authed(s.connect))
-	mux.Handle("POST /v2/sandboxes/{sandboxID}/connect", s.authed(s.connect))
-	mux.Handle("GET /sandboxes/{sandboxID}/metrics", s.authed(s.metrics))
-	mux.Handle("POST /sandboxes/{sandboxID}/snapshots", s.authed(s.createSnapshot))
-	mux.Handle("GET /snapshots", s.authed(s.listSnapshots))
-	mux.Handle("DELETE /templates/{templateID}", s.authed(s.deleteTemplate))
-	mux.Handle("GET /templates", s.authed(s.listTemplates))
-	mux.Handle("GET /templates/{templateID}", s.authed(s.getTemplate))
-	// GET /templates/aliases/{alias} and GET /templates/{templateID}/tags
-	// overlap as patterns (/templates/aliases/tags); one route tells them
-	// apart, the alias lookup first.
-	mux.Handle("GET /templates/{first}/{second}", s.authed(s.templateSubresource))
-	s.serveBuilds(mux)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint")
-	})
+	for _, r := range s.table {
+		mux.Handle(r.pattern, r.handler)
+	}
 	s.mux = mux
 	return s, nil
 }

@@ -107,8 +107,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 			return
 		}
 		if !envdtoken.Equal(presented, o.derived) {
+			// The same answer as an id that names nothing: a 401 here
+			// would tell a caller holding no token which ids exist.
 			line.reason = "access token does not match"
-			reply(w, http.StatusUnauthorized, "invalid X-Access-Token")
+			reply(w, http.StatusBadGateway, msgUnavailable)
 			return
 		}
 		relayToken = o.claim

