@@ -176,3 +176,13 @@ func TestDialPortRefusals(t *testing.T) {
 		t.Fatalf("silent node: %v", err)
 	}
 }
+
+func TestDialPortBoundsTheAnswerHead(t *testing.T) {
+	huge := "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nX-Padding: " +
+		strings.Repeat("a", 100<<10) + "\r\n\r\n"
+	addr := rawUpgradeServer(t, huge)
+	c, _ := sandboxd.New(addr, sandboxd.WithToken("sbtok"))
+	if _, err := c.DialPort(ctxT(t), "sb_1", 8080); !errors.Is(err, sandboxd.ErrResponseTooLarge) {
+		t.Fatalf("a 101 whose head is 100 KiB: %v, want ErrResponseTooLarge", err)
+	}
+}
