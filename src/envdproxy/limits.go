@@ -17,6 +17,7 @@ type Limits struct {
 	BodyTimeout          time.Duration
 	MaxUploadBytes       int64
 	MaxConcurrentUploads int
+	MaxConnsPerClient    int
 }
 
 // DefaultLimits are the flags' defaults.
@@ -26,10 +27,11 @@ func DefaultLimits() Limits {
 		BodyTimeout:          serve.DefaultBodyTimeout,
 		MaxUploadBytes:       DefaultMaxUploadBytes,
 		MaxConcurrentUploads: DefaultMaxConcurrentUploads,
+		MaxConnsPerClient:    serve.DefaultMaxConnsPerClient,
 	}
 }
 
-// AddFlags registers the four flags, each name prefixed with prefix
+// AddFlags registers the five flags, each name prefixed with prefix
 // ("" for sandbox-envd-proxy, "envd-proxy-" for sandbox-e2b).
 func (l *Limits) AddFlags(fs *pflag.FlagSet, prefix string) {
 	fs.DurationVar(&l.BodyIdleTimeout, prefix+"body-idle-timeout", l.BodyIdleTimeout,
@@ -40,6 +42,8 @@ func (l *Limits) AddFlags(fs *pflag.FlagSet, prefix string) {
 		"Largest envd file upload (POST /files on port 49983) the data plane relays, as sent; a larger one is answered 413. 0 turns the bound off.")
 	fs.IntVar(&l.MaxConcurrentUploads, prefix+"max-concurrent-uploads", l.MaxConcurrentUploads,
 		"Envd file uploads one sandbox may have in flight at once; the next is answered 429 until one ends. 0 turns the bound off.")
+	fs.IntVar(&l.MaxConnsPerClient, prefix+"max-connections-per-client", l.MaxConnsPerClient,
+		"Connections one client address may hold open on the data plane at once; one past it is closed unread. Raise it when many clients reach the data plane through one address (an ingress that does not keep connections alive). 0 turns the bound off.")
 }
 
 // Validate refuses negative values, naming the flag.
@@ -53,6 +57,8 @@ func (l Limits) Validate(prefix string) error {
 		return fmt.Errorf("--%smax-upload-bytes: %d must not be negative (0 turns it off)", prefix, l.MaxUploadBytes)
 	case l.MaxConcurrentUploads < 0:
 		return fmt.Errorf("--%smax-concurrent-uploads: %d must not be negative (0 turns it off)", prefix, l.MaxConcurrentUploads)
+	case l.MaxConnsPerClient < 0:
+		return fmt.Errorf("--%smax-connections-per-client: %d must not be negative (0 turns it off)", prefix, l.MaxConnsPerClient)
 	}
 	return nil
 }
@@ -73,10 +79,11 @@ func (l Limits) Apply(c *Config) {
 	c.MaxConcurrentUploads = off(l.MaxConcurrentUploads)
 }
 
-// ApplyServer sets the body bounds of the data plane's listener from l,
-// so that they hold for every request it serves, the proxy's own answers
-// included.
+// ApplyServer sets the body and connection bounds of the data plane's
+// listener from l, so that they hold for every request it serves, the
+// proxy's own answers included.
 func (l Limits) ApplyServer(c *serve.ServerConfig) {
 	c.BodyIdleTimeout = off(l.BodyIdleTimeout)
 	c.BodyTimeout = off(l.BodyTimeout)
+	c.MaxConnsPerClient = off(l.MaxConnsPerClient)
 }

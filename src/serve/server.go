@@ -50,6 +50,10 @@ type ServerConfig struct {
 	// net/http's own error log (TLS handshakes, malformed requests) at
 	// debug.
 	Logger *slog.Logger
+	// MaxConnsPerClient bounds the connections one client address may
+	// hold open at once; a connection past it is closed unread. Zero takes
+	// DefaultMaxConnsPerClient, negative turns the bound off.
+	MaxConnsPerClient int
 }
 
 // Server is a bound listener, served by Serve.
@@ -71,6 +75,9 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listening on %s: %w", cfg.Name, cfg.Addr, err)
+	}
+	if perClientMax := cmp.Or(cfg.MaxConnsPerClient, DefaultMaxConnsPerClient); perClientMax > 0 {
+		ln = limitPerClient(ln, perClientMax, logger.With("listener", cfg.Name))
 	}
 	return &Server{
 		name: cfg.Name,
