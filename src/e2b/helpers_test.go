@@ -315,6 +315,6 @@ func newFleet(t testing.TB, f *simfleet.Fleet) *fleet.Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(core.Wait)
+	t.Cleanup(core.Close)
 	return core
 }

@@ -83,9 +83,6 @@ func New(cfg Config) (*Fleet, error) {
 	return f, nil
 }
 
-// Wait blocks until the background clean-ups of failed claims are done.
-func (f *Fleet) Wait() { f.bg.Wait() }
-
 // Close stops the background clean-ups of failed claims (one still
 // re-checking a hung node gives up: the node's lease reaper frees what it
 // may hold) and waits for them.

@@ -182,7 +182,7 @@ func newCore(t *testing.T, view fleet.View) *fleet.Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(core.Wait)
+	t.Cleanup(core.Close)
 	return core
 }
 

@@ -320,7 +320,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(core.Wait)
+		t.Cleanup(core.Close)
 		return fleettest.Harness{Fleet: core, Key: baseKey, Owners: func() map[string]int {
 			owners, err := fleettest.CountOwners(context.Background(), c.addrs, rootToken)
 			if err != nil {

@@ -1,0 +1,139 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+)
+
+// nodesView is a View of fixed nodes and no sandboxes.
+type nodesView []fleet.Node
+
+func (v nodesView) Nodes() []fleet.Node { return v }
+func (nodesView) List(context.Context, string) ([]fleet.Sandbox, error) {
+	return nil, nil
+}
+func (nodesView) Find(context.Context, string, string) (fleet.Sandbox, error) {
+	return fleet.Sandbox{}, fleet.ErrNotFound
+}
+
+// TestLateGrantIsReleasedAndARetryKept: a node that holds a claim past
+// the node timeout and grants it afterwards (a hung node running again)
+// is left holding nothing for that attempt, while a retry of the same
+// create (same claim reference) that lands on the same node is kept.
+func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
+	const root = "orphan-root"
+	key := sandbox.PoolKey{Template: "base:24.04", Net: "none", Size: "small"}
+	sim, err := simfleet.Start(context.Background(), simfleet.Config{
+		Nodes: 2, RootToken: root, EchoPorts: []int{},
+		Pools: []sandboxd.PoolSpec{{Template: key.Template, Warm: 4}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range sim.Nodes() {
+		if err := n.WaitWarm(ctx, key, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Node 0 sits behind a proxy that, while hold is set, keeps a claim
+	// for two node timeouts before passing it on: the node grants it
+	// after the fleet has given up on it.
+	const nodeTimeout = 300 * time.Millisecond
+	var hold atomic.Bool
+	hold.Store(true)
+	target, _ := url.Parse("http://" + sim.Node(0).Addr())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/claim" && hold.Load() {
+			body, _ := io.ReadAll(r.Body)
+			time.Sleep(2 * nodeTimeout)
+			req, _ := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, target.String()+r.URL.RequestURI(), bytes.NewReader(body))
+			req.Header = r.Header.Clone()
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	slowAddr := slow.Listener.Addr().String()
+
+	// Node 0 shows more warm VMs, so the fleet tries it first.
+	view := nodesView{
+		{Name: "slow", Addr: slowAddr, Warm: map[sandbox.PoolKey]int{key: 100}},
+		{Name: "fast", Addr: sim.Node(1).Addr(), Warm: map[sandbox.PoolKey]int{key: 1}},
+	}
+	f, err := fleet.New(fleet.Config{View: view, Token: root, NodeTimeout: nodeTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	ref := sandbox.ClaimRef{Namespace: "ns", Name: "one"}
+	first, err := f.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.NodeAddr != sim.Node(1).Addr() {
+		t.Fatalf("the claim landed on %s, want the fast node after the slow one timed out", first.NodeAddr)
+	}
+	// The same create again, now that node 0 answers at once: it lands
+	// there, under the same reference.
+	hold.Store(false)
+	retry, err := f.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retry.NodeAddr != sim.Node(0).Addr() { // the node names itself as owner
+		t.Fatalf("the retry landed on %s, want the slow node", retry.NodeAddr)
+	}
+
+	node0, err := sandboxd.New(sim.Node(0).Addr(), sandboxd.WithToken(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The late grant shows up on node 0 and is then released; the retry
+	// stays.
+	sawLate := false
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		list, err := node0.Sandboxes(ctx, ref.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) > 1 {
+			sawLate = true
+		}
+		if sawLate && len(list) == 1 {
+			if !sandbox.SameID(list[0].ID, retry.ID) {
+				t.Fatalf("node 0 kept %s, not the retry %s", list[0].ID, retry.ID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 holds %d sandboxes under %s (late grant seen: %v); want the retry alone", len(list), ref, sawLate)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	node1, _ := sandboxd.New(sim.Node(1).Addr(), sandboxd.WithToken(root))
+	if list, err := node1.Sandboxes(ctx, ref.String()); err != nil || len(list) != 1 {
+		t.Fatalf("node 1 under %s: %v %v, want the first claim", ref, list, err)
+	}
+}
