@@ -254,10 +254,10 @@ func TestE2BValuesRender(t *testing.T) {
 			t.Errorf("the e2b values render no %s; rendered %v", want, names)
 		}
 	}
-	// The 22 docs/helm.md lists for e2b, plus the alias ConfigMap the
+	// The 24 docs/helm.md lists for e2b, plus the alias ConfigMap the
 	// values' templateAliases add.
-	if len(names) != 23 || !slices.Contains(names, "ConfigMap/sandbox-apiserver-e2b-aliases") {
-		t.Errorf("the e2b values render %d objects, want the 22 docs/helm.md lists and the alias ConfigMap: %v", len(names), names)
+	if len(names) != 25 || !slices.Contains(names, "ConfigMap/sandbox-apiserver-e2b-aliases") {
+		t.Errorf("the e2b values render %d objects, want the 24 docs/helm.md lists and the alias ConfigMap: %v", len(names), names)
 	}
 }
 

@@ -17,10 +17,11 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
+	"github.com/cocoonstack/sandbox-operator/src/namehold"
 )
 
 // defaultObjects is the default render, as `helm template --include-crds`
-// lists it: 16 objects (kind/namespace/name).
+// lists it: 18 objects (kind/namespace/name).
 var defaultObjects = []string{
 	"APIService//v1beta1.agents.x-k8s.io",
 	"Certificate/" + releaseNamespace + "/sandbox-apiserver-ca",
@@ -34,7 +35,9 @@ var defaultObjects = []string{
 	"Issuer/" + releaseNamespace + "/sandbox-apiserver-selfsigned",
 	"PodDisruptionBudget/" + releaseNamespace + "/sandbox-apiserver",
 	"Role/" + releaseNamespace + "/sandbox-apiserver-leader-election",
+	"Role/" + releaseNamespace + "/sandbox-apiserver-name-holds",
 	"RoleBinding/" + releaseNamespace + "/sandbox-apiserver-leader-election",
+	"RoleBinding/" + releaseNamespace + "/sandbox-apiserver-name-holds",
 	"RoleBinding/kube-system/sandbox-apiserver-auth-reader",
 	"Service/" + releaseNamespace + "/sandbox-apiserver",
 	"ServiceAccount/" + releaseNamespace + "/sandbox-apiserver",
@@ -69,29 +72,29 @@ func assertObjects(t *testing.T, objs []object, want []string) {
 	}
 }
 
-func TestDefaultRenderIs16Objects(t *testing.T) {
+func TestDefaultRenderIs18Objects(t *testing.T) {
 	objs := mustRender(t)
-	if len(defaultObjects) != 16 {
+	if len(defaultObjects) != 18 {
 		t.Fatalf("the expected list itself has %d entries", len(defaultObjects))
 	}
 	assertObjects(t, objs, sorted(defaultObjects))
 }
 
-func TestE2BRenderIs22Objects(t *testing.T) {
+func TestE2BRenderIs24Objects(t *testing.T) {
 	objs := mustRender(t, e2bSets...)
 	want := sorted(defaultObjects, e2bObjects)
-	if len(want) != 22 {
+	if len(want) != 24 {
 		t.Fatalf("the expected list itself has %d entries", len(want))
 	}
 	assertObjects(t, objs, want)
 }
 
-func TestE2BWithEnvdSecretValueIs23Objects(t *testing.T) {
+func TestE2BWithEnvdSecretValueIs25Objects(t *testing.T) {
 	objs := mustRender(t, with(e2bSets,
 		"apiserver.e2b.envdSecret.secretName=",
 		"apiserver.e2b.envdSecret.value=s3cr3t-envd-key")...)
 	want := sorted(defaultObjects, e2bObjects, []string{"Secret/" + releaseNamespace + "/sandbox-envd-secret"})
-	if len(want) != 23 {
+	if len(want) != 25 {
 		t.Fatalf("the expected list itself has %d entries", len(want))
 	}
 	assertObjects(t, objs, want)
@@ -112,8 +115,8 @@ func TestE2BWithEnvdSecretValueIs23Objects(t *testing.T) {
 
 func TestCertManagerDisabledNeedsCABundle(t *testing.T) {
 	objs := mustRender(t, "certManager.enabled=false", "certManager.caBundle=Q0EK")
-	if len(objs) != 12 {
-		t.Fatalf("rendered %d objects without cert-manager, want 12: %v", len(objs), keys(objs))
+	if len(objs) != 14 {
+		t.Fatalf("rendered %d objects without cert-manager, want 14: %v", len(objs), keys(objs))
 	}
 	for _, o := range objs {
 		if strings.HasPrefix(o.u.GetAPIVersion(), "cert-manager.io/") {
@@ -327,7 +330,16 @@ func TestRBAC(t *testing.T) {
 		t.Error("leader-election Role does not grant update on leases")
 	}
 
+	holds := find(t, objs, "Role", "sandbox-apiserver-name-holds")
+	if !grants(holds, "", "configmaps", "create") || !grants(holds, "", "configmaps", "update") {
+		t.Error("name-holds Role does not grant create and update on configmaps")
+	}
+	if got, want := holdNames(holds), nameHoldObjects(); !slices.Equal(got, want) {
+		t.Errorf("name-holds Role limits get and update to %v, the code writes %v", got, want)
+	}
+
 	for name, ref := range map[string]string{
+		"sandbox-apiserver-name-holds":            "sandbox-apiserver-name-holds",
 		"sandbox-apiserver-auth-reader":           "extension-apiserver-authentication-reader",
 		"sandbox-apiserver:system:auth-delegator": "system:auth-delegator",
 		"sandbox-apiserver-leader-election":       "sandbox-apiserver-leader-election",
@@ -396,6 +408,30 @@ func secretVolumes(t *testing.T, d *unstructured.Unstructured) []string {
 		if n, ok, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); ok {
 			names = append(names, n)
 		}
+	}
+	return names
+}
+
+// holdNames are the resourceNames the name-holds Role's update rule
+// allows.
+func holdNames(role *unstructured.Unstructured) []string {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		m := r.(map[string]any)
+		verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+		if slices.Contains(verbs, "update") {
+			names, _, _ := unstructured.NestedStringSlice(m, "resourceNames")
+			return names
+		}
+	}
+	return nil
+}
+
+// nameHoldObjects are the ConfigMaps namehold writes.
+func nameHoldObjects() []string {
+	var names []string
+	for i := range namehold.Shards {
+		names = append(names, namehold.ObjectName(i))
 	}
 	return names
 }

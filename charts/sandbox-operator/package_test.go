@@ -353,8 +353,8 @@ func TestHelmLint(t *testing.T) {
 }
 
 // TestHelmTemplate renders the package with the helm the build produces:
-// the default values give the 16 objects of docs/helm.md, the example e2b
-// values the 23 (the 22 of e2b plus the alias ConfigMap), and every container runs the images' version.
+// the default values give the 18 objects of docs/helm.md, the example e2b
+// values the 25 (the 24 of e2b plus the alias ConfigMap), and every container runs the images' version.
 func TestHelmTemplate(t *testing.T) {
 	pkg := chartPackage(t)
 	imageVersion := loadArchive(t, pkg.data).Metadata.AppVersion

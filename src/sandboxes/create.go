@@ -10,6 +10,7 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/namehold"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -55,8 +56,14 @@ func (s *Service) Create(ctx context.Context, in *agentsv1beta1.Sandbox) (*agent
 		s.mu.Unlock()
 	}()
 
+	if err := s.holdName(ctx, ref.String(), sb.Name); err != nil {
+		return nil, err
+	}
 	claimed, err := s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl})
 	if err != nil {
+		if s.cfg.Names != nil {
+			s.cfg.Names.Release(ref.String())
+		}
 		return nil, s.claimError(err, key, sb.Name)
 	}
 	sb.Annotations = cloneMap(sb.Annotations)
@@ -65,6 +72,35 @@ func (s *Service) Create(ctx context.Context, in *agentsv1beta1.Sandbox) (*agent
 	e := entryOf(claimed.Sandbox)
 	e.ClaimedAt = now
 	return s.remember(view{entry: e, obj: sb}, false), nil
+}
+
+// holdName takes the cross-replica hold on key before any VM is claimed.
+// Whatever keeps the hold from being taken refuses the create: claiming
+// without it could leave two sandboxes under one name.
+func (s *Service) holdName(ctx context.Context, key, name string) error {
+	if s.cfg.Names == nil {
+		return nil
+	}
+	err := s.cfg.Names.Acquire(ctx, key)
+	switch {
+	case errors.Is(err, namehold.ErrHeld):
+		return apierrors.NewAlreadyExists(Resource, name)
+	case errors.Is(err, namehold.ErrFull):
+		return apierrors.NewTooManyRequests("too many sandbox creates are in flight; retry later", s.cfg.RetryAfterSeconds)
+	case err != nil:
+		s.cfg.Logger.Warn("Could not hold a sandbox name across replicas", "sandbox", key, "err", err)
+		return apierrors.NewServiceUnavailable("the name could not be reserved across replicas; retry later")
+	}
+	// The inventory may have shown the name while the hold was taken (a
+	// hold that had lapsed after its sandbox was published).
+	s.mu.Lock()
+	_, exists := s.currentLocked(key)
+	s.mu.Unlock()
+	if exists {
+		s.cfg.Names.Release(key)
+		return apierrors.NewAlreadyExists(Resource, name)
+	}
+	return nil
 }
 
 // claimError is the status of a create the fleet could not place.

@@ -30,6 +30,11 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 	if err != nil {
 		return nil, apierrors.NewNotFound(Resource, name)
 	}
+	if s.cfg.Names != nil {
+		// Only a release this call made frees the name: after a NotFound
+		// the name may already belong to a newer create.
+		s.cfg.Names.Free(cur.entry.Key())
+	}
 	return last, nil
 }
 

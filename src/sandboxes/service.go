@@ -78,6 +78,23 @@ type Config struct {
 	// MaxRecent bounds the recent writes kept; past it the one closest to
 	// expiry goes first.
 	MaxRecent int
+	// Names makes a name one sandbox across replicas (see NameHolds); nil
+	// for a single replica, which its own in-flight set covers.
+	Names NameHolds
+}
+
+// NameHolds are holds on names that every replica sees; *namehold.Holds
+// implements them. Keys are "<namespace>/<name>".
+type NameHolds interface {
+	// Acquire holds key for a create and keeps it until Settle, Release
+	// or Free; namehold.ErrHeld means another replica holds it.
+	Acquire(ctx context.Context, key string) error
+	// Settle lets the hold lapse: the inventory shows the outcome.
+	Settle(key string)
+	// Release gives up this replica's hold: its create failed.
+	Release(key string)
+	// Free removes whoever's hold: the named sandbox was deleted.
+	Free(key string)
 }
 
 // Service serves sandboxes from the fleet. Create one with New and Run it.
@@ -260,6 +277,7 @@ func (s *Service) reconcileLocked(key string) {
 	cur, visible, confirmed := resolve(inv, s.overlays[key], s.cfg.Clock.Now())
 	if confirmed {
 		delete(s.overlays, key)
+		s.settleName(key)
 	}
 	prev, had := s.shown[key]
 	var typ EventType
@@ -341,7 +359,16 @@ func (s *Service) evictOldestLocked(keep string) {
 	}
 	if oldest != "" {
 		delete(s.overlays, oldest)
+		s.settleName(oldest)
 		s.reconcileLocked(oldest)
+	}
+}
+
+// settleName lets key's name hold lapse once this replica no longer
+// shows a write of its own over the inventory.
+func (s *Service) settleName(key string) {
+	if s.cfg.Names != nil {
+		s.cfg.Names.Settle(key)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,6 +33,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/namehold"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
@@ -189,6 +191,7 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 	g.Informers("NodeInventory", fleet.informers, fleet.store.HasSynced)
 	g.Loop(fleet.store.Run)
 	g.Loop(fleet.service.Run)
+	g.Loop(fleet.names.Run)
 	if driver != nil {
 		g.Go("warm-pool driver", driver.Run)
 	}
@@ -201,10 +204,12 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 }
 
 // fleet is the backend and what keeps it current: the NodeInventory
-// informer, the inventory store over it, and the sandboxes service.
+// informer, the inventory store over it, the sandboxes service, and the
+// name holds that keep one name one sandbox across replicas.
 type fleet struct {
 	informers dynamicinformer.DynamicSharedInformerFactory
 	store     *inventory.Store
+	names     *namehold.Holds
 	service   *sandboxes.Service
 	backend   registry.Backend
 }
@@ -223,11 +228,24 @@ func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string, l
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
-	service, err := sandboxes.New(sandboxes.Config{Inventory: store, Token: token})
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	// The holds live beside the warm-pool driver's Lease, in the pod's
+	// namespace, where the chart grants the replicas their ConfigMaps.
+	names, err := namehold.New(namehold.Config{
+		ConfigMaps: kube.CoreV1(), Namespace: warmpool.DefaultLeaseNamespace(),
+		Logger: logger.With("component", "namehold"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the name holds: %w", err)
+	}
+	service, err := sandboxes.New(sandboxes.Config{Inventory: store, Token: token, Names: names, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("building the sandboxes service: %w", err)
 	}
-	return &fleet{informers: factory, store: store, service: service, backend: service}, nil
+	return &fleet{informers: factory, store: store, names: names, service: service, backend: service}, nil
 }
 
 // newWarmPoolDriver builds the driver, nil when it is disabled; a driver

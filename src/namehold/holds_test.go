@@ -1,0 +1,273 @@
+package namehold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+)
+
+// The holds are only as good as the compare-and-set under them, so these
+// tests run against a real kube-apiserver and etcd (tests/cluster), shared
+// by the package; each test works in a namespace of its own.
+var testCluster *cluster.Cluster
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "namehold-cluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testCluster, err = cluster.StartContext(context.Background(), dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start the test cluster: %v\n", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := testCluster.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop the test cluster: %v\n", err)
+		code = max(code, 1)
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testNamespace makes a namespace for t.
+func testNamespace(t *testing.T) string {
+	t.Helper()
+	ns := fmt.Sprintf("holds-%d", time.Now().UnixNano()%1_000_000_000)
+	_, err := testCluster.Clientset().CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// countingConfigMaps counts the updates that reach the real API.
+type countingConfigMaps struct {
+	corev1client.ConfigMapsGetter
+	updates *atomic.Int64
+}
+
+func (c countingConfigMaps) ConfigMaps(ns string) corev1client.ConfigMapInterface {
+	return countingConfigMapInterface{c.ConfigMapsGetter.ConfigMaps(ns), c.updates}
+}
+
+type countingConfigMapInterface struct {
+	corev1client.ConfigMapInterface
+	updates *atomic.Int64
+}
+
+func (c countingConfigMapInterface) Update(ctx context.Context, cm *corev1.ConfigMap, o metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	c.updates.Add(1)
+	return c.ConfigMapInterface.Update(ctx, cm, o)
+}
+
+// replica is one running Holds; stop ends its writers as a dying replica's
+// would end.
+type replica struct {
+	*Holds
+	updates atomic.Int64
+	stop    func()
+}
+
+func startReplica(t *testing.T, ns, identity string, ttl time.Duration, mutate ...func(*Config)) *replica {
+	t.Helper()
+	r := &replica{}
+	cfg := Config{
+		ConfigMaps: countingConfigMaps{testCluster.Clientset().CoreV1(), &r.updates},
+		Namespace:  ns, Identity: identity, TTL: ttl,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	r.Holds = h
+	r.stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(r.stop)
+	return r
+}
+
+func acquire(t *testing.T, r *replica, key string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.Acquire(ctx, key)
+}
+
+// eventually polls cond until it holds or 30 s pass.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	var err error
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if err = cond(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+func TestOneHolderPerNameAcrossReplicas(t *testing.T) {
+	ns := testNamespace(t)
+	a := startReplica(t, ns, "replica-a", DefaultTTL)
+	b := startReplica(t, ns, "replica-b", DefaultTTL)
+	const names = 200
+	var wg sync.WaitGroup
+	results := make([][2]error, names)
+	start := make(chan struct{})
+	for i := range names {
+		key := fmt.Sprintf("team/race-%d", i)
+		for j, r := range []*replica{a, b} {
+			wg.Go(func() {
+				<-start
+				results[i][j] = acquire(t, r, key)
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	var wonA, wonB int
+	for i, res := range results {
+		switch {
+		case res[0] == nil && errors.Is(res[1], ErrHeld):
+			wonA++
+		case res[1] == nil && errors.Is(res[0], ErrHeld):
+			wonB++
+		default:
+			t.Errorf("team/race-%d: replica a got %v, replica b %v; want one hold and one ErrHeld", i, res[0], res[1])
+		}
+	}
+	writes := a.updates.Load() + b.updates.Load()
+	t.Logf("%d names raced by two replicas: a won %d, b won %d, in %d writes", names, wonA, wonB, writes)
+	// Batching: 400 acquires queued at once go out in a few writes per
+	// shard, not one each.
+	if writes >= names {
+		t.Errorf("%d acquires took %d writes; want them batched into fewer than %d", 2*names, writes, names)
+	}
+}
+
+func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
+	ns := testNamespace(t)
+	const ttl = time.Second
+	a := startReplica(t, ns, "replica-a", ttl)
+	b := startReplica(t, ns, "replica-b", ttl)
+
+	if err := acquire(t, a, "team/released"); err != nil {
+		t.Fatal(err)
+	}
+	if err := acquire(t, b, "team/released"); !errors.Is(err, ErrHeld) {
+		t.Fatalf("b took a name a holds: %v", err)
+	}
+	// Release gives up only the replica's own hold: b's release of a's
+	// hold, queued before b's acquire, changes nothing.
+	b.Release("team/released")
+	if err := acquire(t, b, "team/released"); !errors.Is(err, ErrHeld) {
+		t.Fatalf("b's release dropped a's hold: %v", err)
+	}
+	a.Release("team/released")
+	eventually(t, "b takes the name a released", func() error { return acquire(t, b, "team/released") })
+
+	// Free removes whoever holds the name: the sandbox was deleted.
+	if err := acquire(t, a, "team/freed"); err != nil {
+		t.Fatal(err)
+	}
+	b.Free("team/freed")
+	if err := acquire(t, b, "team/freed"); err != nil {
+		t.Fatalf("b could not take a name it freed: %v", err)
+	}
+	// a must not renew a hold that was freed under it.
+	time.Sleep(2 * ttl)
+	if err := acquire(t, a, "team/freed"); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a took the name b holds after freeing it: %v", err)
+	}
+}
+
+func TestHoldsLapseUnlessRenewed(t *testing.T) {
+	ns := testNamespace(t)
+	const ttl = time.Second
+	a := startReplica(t, ns, "replica-a", ttl)
+	b := startReplica(t, ns, "replica-b", ttl)
+
+	if err := acquire(t, a, "team/renewed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := acquire(t, a, "team/settled"); err != nil {
+		t.Fatal(err)
+	}
+	a.Settle("team/settled")
+	eventually(t, "a settled hold lapses", func() error { return acquire(t, b, "team/settled") })
+
+	// Three TTLs later a still holds what it renews.
+	time.Sleep(3 * ttl)
+	if err := acquire(t, b, "team/renewed"); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a renewed hold was taken: %v", err)
+	}
+	// A replica that dies stops renewing: its names free within the TTL.
+	died := time.Now()
+	a.stop()
+	eventually(t, "a dead replica's hold lapses", func() error { return acquire(t, b, "team/renewed") })
+	t.Logf("a dead replica's hold was taken %v after it stopped (TTL %v)", time.Since(died).Round(time.Millisecond), ttl)
+}
+
+func TestDamagedEntryDoesNotBlock(t *testing.T) {
+	ns := testNamespace(t)
+	key := "team/damaged"
+	_, err := testCluster.Clientset().CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(shardOf(key))},
+		Data:       map[string]string{dataKey(key): "{not json"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startReplica(t, ns, "replica-a", DefaultTTL)
+	if err := acquire(t, a, key); err != nil {
+		t.Fatalf("a damaged entry blocked the name: %v", err)
+	}
+}
+
+func TestFullShardRefuses(t *testing.T) {
+	ns := testNamespace(t)
+	a := startReplica(t, ns, "replica-a", DefaultTTL, func(c *Config) { c.MaxPerShard = 2 })
+	var same []string
+	for i := 0; len(same) < 3; i++ {
+		if key := fmt.Sprintf("team/full-%d", i); shardOf(key) == 0 {
+			same = append(same, key)
+		}
+	}
+	for _, key := range same[:2] {
+		if err := acquire(t, a, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := acquire(t, a, same[2]); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third name in a shard of two: %v, want ErrFull", err)
+	}
+	a.Release(same[0])
+	eventually(t, "a released slot is taken", func() error { return acquire(t, a, same[2]) })
+}
+
+func TestAPIDownFailsClosed(t *testing.T) {
+	a := startReplica(t, "unused", "replica-a", DefaultTTL, func(c *Config) { c.Namespace = "does-not-exist" })
+	err := acquire(t, a, "team/nowhere")
+	if err == nil || errors.Is(err, ErrHeld) {
+		t.Fatalf("a hold in a namespace that does not exist: %v, want the API's error", err)
+	}
+}
