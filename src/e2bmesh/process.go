@@ -45,6 +45,9 @@ type Config struct {
 	// the zero value turns every bound off, envdproxy.DefaultLimits are
 	// the flags' defaults.
 	ProxyLimits envdproxy.Limits
+	// MetricsAddress is the metrics listener's address (serve.ListenMetrics);
+	// empty serves none.
+	MetricsAddress string
 	// Wrap, when set, wraps each listener's handler (e.g. a request log);
 	// name is "api" or "data-plane".
 	Wrap func(name string, h http.Handler) http.Handler
@@ -57,6 +60,7 @@ type Process struct {
 	surface   *e2b.Server
 	api       *serve.Server
 	dataPlane *serve.Server // nil without a data plane
+	metrics   *serve.Server // nil without a metrics address
 	logger    *slog.Logger
 }
 
@@ -153,12 +157,30 @@ func (p *Process) listen(cfg Config, m *mesh.Mesh) error {
 			return err
 		}
 	}
+	if cfg.MetricsAddress != "" {
+		if p.metrics, err = serve.ListenMetrics(cfg.MetricsAddress, p.logger); err != nil {
+			_ = api.Close()
+			if p.dataPlane != nil {
+				_ = p.dataPlane.Close()
+			}
+			return err
+		}
+	}
 	p.api = api
 	return nil
 }
 
 // APIAddr is the e2b surface's bound address.
 func (p *Process) APIAddr() net.Addr { return p.api.Addr() }
+
+// MetricsAddr is the metrics listener's bound address, nil when it is
+// disabled.
+func (p *Process) MetricsAddr() net.Addr {
+	if p.metrics == nil {
+		return nil
+	}
+	return p.metrics.Addr()
+}
 
 // ProxyAddr is the data plane's bound address, nil when it is disabled.
 func (p *Process) ProxyAddr() net.Addr {
@@ -181,6 +203,9 @@ func (p *Process) Run(ctx context.Context) error {
 	})
 	if p.dataPlane != nil {
 		g.Go("data plane", p.dataPlane.Serve)
+	}
+	if p.metrics != nil {
+		g.Go("metrics", p.metrics.Serve)
 	}
 	return g.Wait()
 }

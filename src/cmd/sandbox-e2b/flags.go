@@ -31,6 +31,8 @@ type options struct {
 	EnvdProxyTLSKeyFile  string
 	EnvdProxyLimits      envdproxy.Limits
 	GuestHTTP2           bool
+
+	MetricsBindAddress string
 }
 
 // newOptions returns the flag defaults.
@@ -62,6 +64,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.EnvdProxyLimits.AddFlags(fs, "envd-proxy-")
 	fs.BoolVar(&o.GuestHTTP2, "guest-http2", o.GuestHTTP2,
 		"Forward data-plane requests to the guest over cleartext HTTP/2. Off by default: envd 0.8.0 serves HTTP/1.1 only. Clients still reach the data plane over HTTP/2.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		"Address of a separate listener serving the process's Go and process metrics (go_goroutines, process_open_fds) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
 }
 
 // config validates the options and reads the files they name. Each error
@@ -119,5 +123,6 @@ func (o *options) config() (e2bmesh.Config, error) {
 		TLSKeyFile:      o.EnvdProxyTLSKeyFile,
 		GuestHTTP2:      o.GuestHTTP2,
 		ProxyLimits:     o.EnvdProxyLimits,
+		MetricsAddress:  o.MetricsBindAddress,
 	}, nil
 }

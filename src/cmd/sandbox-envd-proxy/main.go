@@ -54,6 +54,7 @@ type options struct {
 	guestHTTP2  bool
 	secretFile  string
 	kubeconfig  string
+	metricsAddr string
 	token       sandboxd.TokenOptions
 	inventory   *inventory.Options
 	limits      envdproxy.Limits
@@ -79,6 +80,8 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"The e2b surface's envd secret file; access tokens are verified against it. Required.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig,
 		"Kubeconfig of the cluster whose NodeInventory objects are read; default $KUBECONFIG, then the in-cluster service account.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr,
+		"Address of a separate listener serving the process's Go and process metrics (go_goroutines, process_open_fds) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
 	o.limits.AddFlags(fs, "")
 	o.token.AddFlags(fs)
 	inventory.AddFlags(fs, o.inventory)
@@ -188,6 +191,7 @@ type proxyServer struct {
 	factory dynamicinformer.DynamicSharedInformerFactory
 	store   *inventory.Store
 	srv     *serve.Server
+	metrics *serve.Server // nil without --metrics-bind-address
 }
 
 // listen builds the store and the proxy and binds the listener.
@@ -229,8 +233,15 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 	if err != nil {
 		return nil, fmt.Errorf("--bind-address: %w", err)
 	}
+	var metrics *serve.Server
+	if o.metricsAddr != "" {
+		if metrics, err = serve.ListenMetrics(o.metricsAddr, logger); err != nil {
+			_ = srv.Close()
+			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
+		}
+	}
 	logger.Info("routing", "domain", o.domain, "namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
-	return &proxyServer{factory: factory, store: store, srv: srv}, nil
+	return &proxyServer{factory: factory, store: store, srv: srv, metrics: metrics}, nil
 }
 
 // run serves until ctx ends, then drains in-flight requests.
@@ -239,5 +250,8 @@ func (p *proxyServer) run(ctx context.Context, logger *slog.Logger) error {
 	g.Informers("NodeInventory", p.factory, p.store.HasSynced)
 	g.Loop(p.store.Run)
 	g.Go("envd proxy", p.srv.Serve)
+	if p.metrics != nil {
+		g.Go("metrics", p.metrics.Serve)
+	}
 	return g.Wait()
 }

@@ -25,7 +25,7 @@ const (
 // claimed; the dead node leaves the mesh within three gossip rounds.
 func TestNodeKilledDuringCreates(t *testing.T) {
 	s := startStack(t)
-	fdsBefore := s.fds(t)
+	held := s.usage(t)
 	victim := s.nodes[1]
 	victimAddr := victim.Addrs()[0]
 	survivors := []string{s.addrs()[0], s.addrs()[2]}
@@ -92,7 +92,7 @@ func TestNodeKilledDuringCreates(t *testing.T) {
 		"create-p99 before=%v after=%v dead-member-left-peers-after=%v",
 		len(outs), failed, late, gone, reachable, percentile(before, 99).Round(time.Millisecond),
 		percentile(after, 99).Round(time.Millisecond), left.Round(time.Millisecond))
-	s.checkNoFDGrowth(t, fdsBefore, filterLive(told, owners))
+	s.checkNoGrowth(t, held, filterLive(told, owners))
 }
 
 // TestNodeKilledDuringRelays SIGKILLs a node while clients stream
@@ -101,7 +101,7 @@ func TestNodeKilledDuringCreates(t *testing.T) {
 // (no request hangs) with a 4xx/5xx or a closed connection.
 func TestNodeKilledDuringRelays(t *testing.T) {
 	s := startStack(t)
-	fdsBefore := s.fds(t)
+	held := s.usage(t)
 	var sbs []created
 	for range 9 {
 		o := s.create(context.Background())
@@ -188,7 +188,7 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 		}
 	}
 	s.checkReleased(t, []string{s.addrs()[0], s.addrs()[1]}, live)
-	s.checkNoFDGrowth(t, fdsBefore, live)
+	s.checkNoGrowth(t, held, live)
 }
 
 // TestHungNode SIGSTOPs a node (its sockets stay open, nothing answers)
@@ -198,7 +198,7 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 // hung node loses nothing.
 func TestHungNode(t *testing.T) {
 	s := startStack(t)
-	fdsBefore := s.fds(t)
+	held := s.usage(t)
 	// Placement is random (power of two choices): create until the node
 	// to hang holds two sandboxes.
 	victim := s.nodes[1]
@@ -295,7 +295,7 @@ func TestHungNode(t *testing.T) {
 	t.Logf("FAULT node-sigstop: hung=%v creates=%d failed=%d create-slowest=%v lists=%d list-failures=%d list-slowest=%v resumed-sandboxes-answer-after=%v",
 		resumed.Sub(paused).Round(time.Millisecond), len(outs), failed, slowest.Round(time.Millisecond),
 		lists.Load(), listFailures.Load(), time.Duration(slowestList.Load()).Round(time.Millisecond), back.Round(time.Millisecond))
-	s.checkNoFDGrowth(t, fdsBefore, all)
+	s.checkNoGrowth(t, held, all)
 }
 
 // list answers the status of GET /sandboxes.

@@ -5,7 +5,8 @@
 // was told about is reachable (or, on a node that died, honestly gone),
 // that nothing nobody was told about stays claimed, that errors stay inside
 // the measured window, and that the front holds no more file descriptors
-// afterwards; it logs the figures docs/reliability.md records.
+// and goroutines afterwards; it logs the figures docs/reliability.md
+// records.
 package faults_test
 
 import (
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,11 +58,11 @@ const (
 // stack is three sandboxd-sim processes (one node each, joined through the
 // first) and sandbox-e2b seeded with the first node only.
 type stack struct {
-	token, key string
-	nodes      []*harness.Sim
-	front      *testbin.Process
-	api, proxy string
-	http       *http.Client
+	token, key          string
+	nodes               []*harness.Sim
+	front               *testbin.Process
+	api, proxy, metrics string
+	http                *http.Client
 }
 
 func startStack(t *testing.T) *stack {
@@ -92,7 +94,7 @@ func startStack(t *testing.T) *stack {
 		}
 		s.nodes = append(s.nodes, harness.StartSim(t, simBin, ndir, 1, args...))
 	}
-	s.api, s.proxy = harness.FreeAddr(t), harness.FreeAddr(t)
+	s.api, s.proxy, s.metrics = harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
 	s.front = harness.StartProcess(t, "sandbox-e2b", e2bBin, dir, []string{
 		"--sandboxd=" + s.nodes[0].Addrs()[0],
 		"--sandboxd-token-file=" + tokenFile,
@@ -105,6 +107,7 @@ func startStack(t *testing.T) *stack {
 		"--e2b-api-key-file=" + keyFile,
 		// The load is one key's; the per-key create rate is not under test.
 		"--e2b-create-rate=0", "--e2b-max-sandboxes=0",
+		"--metrics-bind-address=" + s.metrics,
 	}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -327,18 +330,35 @@ func (s *stack) checkReleased(t *testing.T, addrs []string, told []created) {
 	}
 }
 
-// fds counts the front's open file descriptors.
-func (s *stack) fds(t *testing.T) int {
+// usage is what the front holds: open file descriptors and goroutines.
+type usage struct{ fds, goroutines int }
+
+var goroutinesLine = regexp.MustCompile(`(?m)^go_goroutines (\d+)$`)
+
+// usage reads the front's descriptors from /proc and its goroutines from
+// its metrics listener.
+func (s *stack) usage(t *testing.T) usage {
 	ents, err := os.ReadDir("/proc/" + strconv.Itoa(s.front.Pid()) + "/fd")
 	if err != nil {
 		t.Fatalf("read the front's fds: %v", err)
 	}
-	return len(ents)
+	resp, err := s.http.Get("http://" + s.metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("read the front's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	m := goroutinesLine.FindSubmatch(raw)
+	if m == nil {
+		t.Fatalf("the front's metrics (%s) carry no go_goroutines", resp.Status)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return usage{fds: len(ents), goroutines: n}
 }
 
-// checkNoFDGrowth deletes every sandbox in told, lets idle connections
-// close, and compares the front's descriptors with before.
-func (s *stack) checkNoFDGrowth(t *testing.T, before int, told []created) {
+// checkNoGrowth deletes every sandbox in told, lets idle connections
+// close, and compares the front's descriptors and goroutines with before.
+func (s *stack) checkNoGrowth(t *testing.T, before usage, told []created) {
 	t.Helper()
 	for _, sb := range told {
 		if err := s.kill(sb.ID); err != nil {
@@ -346,18 +366,25 @@ func (s *stack) checkNoFDGrowth(t *testing.T, before int, told []created) {
 		}
 	}
 	s.http.CloseIdleConnections()
-	// Idle keep-alive connections to the nodes and the client close on
-	// their own; allow the handful the front keeps per node.
-	const slack = 12
+	// Idle keep-alive connections to the nodes close on their own, after
+	// longer than a test waits; allow the handful the front keeps per
+	// node, two goroutines (read and write loop) for each descriptor still
+	// open, and a few for the runtime's timers and the scrape itself. A
+	// goroutine leak is growth past that.
+	const fdSlack, goroutineSlack = 12, 10
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		after := s.fds(t)
-		if after <= before+slack {
-			t.Logf("front file descriptors: %d before, %d after", before, after)
+		s.http.CloseIdleConnections()
+		after := s.usage(t)
+		allowed := before.goroutines + 2*max(after.fds-before.fds, 0) + goroutineSlack
+		if after.fds <= before.fds+fdSlack && after.goroutines <= allowed {
+			t.Logf("front file descriptors: %d before, %d after; goroutines: %d before, %d after",
+				before.fds, after.fds, before.goroutines, after.goroutines)
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("front file descriptors grew from %d to %d", before, after)
+			t.Errorf("the front grew: file descriptors %d to %d (at most %d), goroutines %d to %d (at most %d)",
+				before.fds, after.fds, before.fds+fdSlack, before.goroutines, after.goroutines, allowed)
 			return
 		}
 		time.Sleep(250 * time.Millisecond)
