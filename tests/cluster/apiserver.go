@@ -97,8 +97,15 @@ func startAPIServer(c apiServerConfig) (*apiServerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runAPIServer(c, port, os.O_TRUNC)
+}
+
+// runAPIServer starts the kube-apiserver on port. logMode is os.O_TRUNC for
+// a first start and os.O_APPEND for a restart (see restart.go), which keeps
+// the log of the run before it.
+func runAPIServer(c apiServerConfig, port, logMode int) (*apiServerProcess, error) {
 	logPath := filepath.Join(c.dir, "kube-apiserver.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|logMode, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open kube-apiserver log: %w", err)
 	}

@@ -32,6 +32,13 @@ type Cluster struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// For restarts (restart.go): procMu guards etcd and apiserver, which a
+	// restart replaces, against Stop; apiserverCfg is what the process is
+	// started with again; stopped refuses a restart after Stop.
+	procMu       sync.Mutex
+	apiserverCfg apiServerConfig
+	stopped      bool
 }
 
 // Start starts a cluster for t with its files under t.TempDir(), failing
@@ -121,6 +128,7 @@ func (c *Cluster) start(ctx context.Context, o options) error {
 		tokenFile:  tokenFile,
 		extraFlags: o.extraFlags,
 	}
+	c.apiserverCfg = cfg
 	admin, _ := c.users.lookup(AdminUser)
 	// A port taken between choosing it and the process binding it makes
 	// the process exit at once; try again on another.
@@ -156,6 +164,9 @@ func (c *Cluster) start(ctx context.Context, o options) error {
 // leaves the cluster's directory in place.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		c.procMu.Lock()
+		defer c.procMu.Unlock()
+		c.stopped = true
 		var errs []error
 		if c.apiserver != nil {
 			errs = append(errs, c.apiserver.stop())

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -18,23 +19,35 @@ import (
 // kube-apiserver, which is a separate process, reaches it over loopback
 // like any etcd.
 type etcdServer struct {
-	e       *embed.Etcd
-	url     string // client URL with the port the kernel chose
-	logFile *os.File
+	e        *embed.Etcd
+	url      string // client URL with the port the kernel chose
+	peerAddr string // host:port of the peer listener, kept for a restart
+	logFile  *os.File
+	stopOnce sync.Once // Stop after StopEtcd must not close etcd twice
+	stopped  bool      // set by stop
 }
 
 // startEtcd starts etcd with its data and log under dir. Both listeners take
 // port 0, so the kernel picks free ports and there is no window in which
 // another process could take a port chosen in advance.
 func startEtcd(ctx context.Context, dir string) (*etcdServer, error) {
-	loopback := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	return runEtcd(ctx, dir, "127.0.0.1:0", "127.0.0.1:0", os.O_TRUNC)
+}
+
+// runEtcd starts etcd with its data and log under dir, serving clients on
+// clientAddr and peers on peerAddr (host:port; port 0 lets the kernel
+// choose). logMode is os.O_TRUNC for a first start and os.O_APPEND for a
+// restart (see restart.go), which keeps the log of the run before it.
+func runEtcd(ctx context.Context, dir, clientAddr, peerAddr string, logMode int) (*etcdServer, error) {
+	client := url.URL{Scheme: "http", Host: clientAddr}
+	peer := url.URL{Scheme: "http", Host: peerAddr}
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
 	cfg.Dir = filepath.Join(dir, "etcd")
-	cfg.ListenClientUrls = []url.URL{loopback}
-	cfg.AdvertiseClientUrls = []url.URL{loopback}
-	cfg.ListenPeerUrls = []url.URL{loopback}
-	cfg.AdvertisePeerUrls = []url.URL{loopback}
+	cfg.ListenClientUrls = []url.URL{client}
+	cfg.AdvertiseClientUrls = []url.URL{client}
+	cfg.ListenPeerUrls = []url.URL{peer}
+	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// The data is thrown away with the test; fsync only slows a loaded
 	// machine down.
@@ -43,7 +56,7 @@ func startEtcd(ctx context.Context, dir string) (*etcdServer, error) {
 	// is built here rather than from LogOutputs so that the file can be
 	// closed with the server.
 	logPath := filepath.Join(dir, "etcd.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|logMode, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open etcd log: %w", err)
 	}
@@ -68,12 +81,16 @@ func startEtcd(ctx context.Context, dir string) (*etcdServer, error) {
 		return nil, fmt.Errorf("etcd did not become ready: %w", context.Cause(ctx))
 	}
 	s.url = "http://" + e.Clients[0].Addr().String()
+	s.peerAddr = e.Peers[0].Addr().String()
 	return s, nil
 }
 
 // stop closes etcd's listeners, waits for its goroutines to end and closes
-// its log.
+// its log. Calls after the first do nothing.
 func (s *etcdServer) stop() {
-	s.e.Close()
-	s.logFile.Close()
+	s.stopOnce.Do(func() {
+		s.e.Close()
+		s.logFile.Close()
+		s.stopped = true
+	})
 }

@@ -228,9 +228,15 @@ func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string, l
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(restConfig)
+	// The holds' writer keeps at most one write per shard in flight and
+	// folds everything queued meanwhile into the next, so it bounds its own
+	// rate; client-go's default 5 requests a second would instead queue
+	// every create behind a token bucket.
+	holdsConfig := rest.CopyConfig(restConfig)
+	holdsConfig.QPS = -1
+	kube, err := kubernetes.NewForConfig(holdsConfig)
 	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+		return nil, fmt.Errorf("building the Kubernetes client for name holds: %w", err)
 	}
 	// The holds live beside the warm-pool driver's Lease, in the pod's
 	// namespace, where the chart grants the replicas their ConfigMaps.

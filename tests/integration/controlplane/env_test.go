@@ -1,0 +1,188 @@
+// Package controlplane_test crashes parts of the control plane under
+// sandbox-apiserver while a steady load of creates, deletes and lists runs
+// through the kube-apiserver's aggregator, and checks what the load saw and
+// what the fleet holds afterwards: the kube-apiserver is SIGKILLed and
+// started again on the same port (TestKubeAPIServerRestart), and the etcd
+// under it is stopped for a few seconds and started again on the same URL
+// and data (TestEtcdRestart).
+//
+// Everything is real: a kube-apiserver process with an embedded etcd
+// (tests/cluster), the sandbox-apiserver binary behind the aggregator
+// (tests/apiserverenv) and a simulated sandboxd fleet publishing
+// NodeInventory objects. One environment serves both tests, which run one
+// after another; each starts by checking the environment answers, and
+// deletes what it created.
+package controlplane_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
+	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+)
+
+// The fleet: fleetNodes nodes, each with one pool of templateBase. The
+// simulator refills a pool at once (RefillDelay 0) and the nodes cap no
+// claims, so the load (a few hundred creates, half of them deleted again)
+// never runs out of warm VMs: every create failure the tests see comes
+// from the fault, not from capacity.
+const (
+	fleetNodes   = 3
+	templateBase = "base"
+	warmPerNode  = 4
+)
+
+// publishInterval is how often nodes publish their NodeInventory: often,
+// so that a claim reaches the server's informer within a second or two
+// once the control plane is back.
+const publishInterval = time.Second
+
+// Timeouts are generous: a loaded two-core machine is several times slower
+// than an idle one, and every wait polls for its condition.
+const (
+	// setupTimeout bounds starting the cluster, fleet and server (binaries
+	// are located or built before it starts).
+	setupTimeout = 3 * time.Minute
+	// waitTimeout bounds each wait of a test for a condition.
+	waitTimeout = 90 * time.Second
+	pollEvery   = 100 * time.Millisecond
+)
+
+// logTailLines is how much of the server's log a failure shows.
+const logTailLines = 80
+
+// testEnv is the cluster, fleet and server both tests share.
+type testEnv struct {
+	dir     string
+	cluster *cluster.Cluster
+	fleet   *fleet.Fleet
+	server  *apiserverenv.Server
+	// rootToken is the fleet's sandboxd root token, for claiming on a node
+	// directly (behind the server's back) to change a NodeInventory.
+	rootToken string
+}
+
+var (
+	envOnce   sync.Once
+	shared    *testEnv
+	sharedErr error
+)
+
+// sharedEnv starts the environment on first use and returns it; a test
+// that fails logs the tails of the servers' logs.
+func sharedEnv(t *testing.T) *testEnv {
+	t.Helper()
+	envOnce.Do(func() { shared, sharedErr = startEnv() })
+	if sharedErr != nil {
+		t.Fatalf("start the test environment: %v", sharedErr)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(shared.logTail())
+		}
+	})
+	return shared
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop the test environment: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// startEnv starts everything or, on error, stops what it started.
+func startEnv() (_ *testEnv, err error) {
+	// Locating (under go test: building) the binaries happens outside the
+	// start-up deadline, since a first build takes minutes.
+	binary, err := apiserverenv.Binary()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cluster.APIServerBinary(); err != nil {
+		return nil, err
+	}
+
+	dir, err := os.MkdirTemp("", "sandbox-controlplane-it-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	e := &testEnv{dir: dir}
+	defer func() {
+		if err != nil {
+			tail := e.logTail()
+			if stopErr := e.stop(); stopErr != nil {
+				err = errors.Join(err, stopErr)
+			}
+			err = fmt.Errorf("%w\n%s", err, tail)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	clusterDir := filepath.Join(dir, "cluster")
+	if err := os.Mkdir(clusterDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster dir: %w", err)
+	}
+	if e.cluster, err = cluster.StartContext(ctx, clusterDir); err != nil {
+		return nil, err
+	}
+	if err := e.cluster.InstallCRDs(ctx, crds.NodeInventoryYAML); err != nil {
+		return nil, err
+	}
+
+	tokenFile, token, err := apiserverenv.WriteSandboxdToken(dir)
+	if err != nil {
+		return nil, err
+	}
+	e.rootToken = token
+	if e.fleet, err = fleet.Start(context.Background(), fleet.Config{
+		Nodes:     fleetNodes,
+		RootToken: token,
+		EchoPorts: []int{},
+		Pools:     []sandboxd.PoolSpec{{Template: templateBase, Warm: warmPerNode}},
+		Publish:   &fleet.PublishConfig{Client: e.cluster.Dynamic(), Interval: publishInterval},
+	}); err != nil {
+		return nil, fmt.Errorf("start fleet: %w", err)
+	}
+	if e.server, err = apiserverenv.Start(ctx, e.cluster, apiserverenv.Options{
+		Binary:            binary,
+		Dir:               dir,
+		SandboxdTokenFile: tokenFile,
+	}); err != nil {
+		return nil, err
+	}
+	if err := e.server.WaitReady(ctx); err != nil {
+		return nil, err
+	}
+	if err := apiserverenv.WaitFleetPublished(ctx, e.cluster.Dynamic(), e.fleet, 1); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// stop stops the server, the fleet and the cluster, and removes the
+// directory.
+func (e *testEnv) stop() error {
+	return errors.Join(apiserverenv.Teardown(e.server, e.fleet, e.cluster), os.RemoveAll(e.dir))
+}
+
+// logTail is the end of the sandbox-apiserver's, kube-apiserver's and
+// etcd's logs.
+func (e *testEnv) logTail() string { return apiserverenv.LogTails(e.server, logTailLines, e.cluster) }
