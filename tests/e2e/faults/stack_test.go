@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -333,8 +332,6 @@ func (s *stack) checkReleased(t *testing.T, addrs []string, told []created) {
 // usage is what the front holds: open file descriptors and goroutines.
 type usage struct{ fds, goroutines int }
 
-var goroutinesLine = regexp.MustCompile(`(?m)^go_goroutines (\d+)$`)
-
 // usage reads the front's descriptors from /proc and its goroutines from
 // its metrics listener.
 func (s *stack) usage(t *testing.T) usage {
@@ -347,12 +344,10 @@ func (s *stack) usage(t *testing.T) usage {
 		t.Fatalf("read the front's metrics: %v", err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	m := goroutinesLine.FindSubmatch(raw)
-	if m == nil {
-		t.Fatalf("the front's metrics (%s) carry no go_goroutines", resp.Status)
+	n, err := testbin.Goroutines(resp.Body)
+	if err != nil {
+		t.Fatalf("the front's metrics (%s): %v", resp.Status, err)
 	}
-	n, _ := strconv.Atoi(string(m[1]))
 	return usage{fds: len(ents), goroutines: n}
 }
 

@@ -25,7 +25,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -473,8 +472,6 @@ func (s *stack) fds(t *testing.T, p int) int {
 	return len(ents)
 }
 
-var goroutinesLine = regexp.MustCompile(`(?m)^go_goroutines (\d+)$`)
-
 // goroutines reads replica p's goroutine count off its metrics listener.
 func (s *stack) goroutines(t *testing.T, p int) int {
 	t.Helper()
@@ -483,12 +480,10 @@ func (s *stack) goroutines(t *testing.T, p int) int {
 		t.Fatalf("read replica %d's metrics: %v", p, err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	m := goroutinesLine.FindSubmatch(raw)
-	if m == nil {
-		t.Fatalf("replica %d's metrics (%s) carry no go_goroutines", p, resp.Status)
+	n, err := testbin.Goroutines(resp.Body)
+	if err != nil {
+		t.Fatalf("replica %d's metrics (%s): %v", p, resp.Status, err)
 	}
-	n, _ := strconv.Atoi(string(m[1]))
 	return n
 }
 

@@ -1,7 +1,6 @@
 package controlplane_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -24,6 +23,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 // fault is when a part of the control plane was down, as the test saw it,
@@ -493,21 +493,11 @@ func (e *testEnv) serverGoroutines(ctx context.Context) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("go_goroutines %q: %w", v, err)
-			}
-			return int(n), nil
-		}
+	n, err := testbin.Goroutines(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read %s: %w", url, err)
-	}
-	return 0, fmt.Errorf("%s has no go_goroutines", url)
+	return n, nil
 }
 
 // goroutineSlack is how many goroutines more than before the load the
