@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
+
+// errEnvdUnreachable: the relay to a sandbox's envd could not be opened.
+var errEnvdUnreachable = errors.New("envd unreachable")
 
 // initEnvd hands a new sandbox's envd its access token and env vars the
 // way e2b's orchestrator does: envd's internal POST /init, here through the
@@ -22,17 +26,19 @@ import (
 // token takes it here. Without this a real envd would check nothing, and a
 // signed-URL request (which the envd proxy admits without a token, leaving
 // the signature to envd) would reach files unchecked.
+//
+// A relay that cannot be opened (the node died or hangs) is an error
+// wrapping errEnvdUnreachable, after at most the fleet's node timeout.
 func (s *Server) initEnvd(ctx context.Context, claimed fleet.Claimed, access string, env map[string]string) error {
-	node, err := s.fleet.Client(claimed.Sandbox.NodeAddr)
-	if err != nil {
-		return err
-	}
-	relay := node.As(claimed.Token)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return relay.DialPort(ctx, claimed.ID, sandboxd.EnvdPort)
+			conn, err := s.fleet.DialPort(ctx, claimed.Sandbox, claimed.Token, sandboxd.EnvdPort)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", errEnvdUnreachable, err)
+			}
+			return conn, nil
 		},
 		DisableKeepAlives: true,
 	}

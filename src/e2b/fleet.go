@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
@@ -30,6 +31,9 @@ type Fleet interface {
 	// every node (a checkpoint outlives the sandbox it was taken from).
 	Client(addr string) (*sandboxd.Client, error)
 	Nodes() ([]*sandboxd.Client, error)
+	// DialPort opens port inside the sandbox through its node's relay,
+	// the handshake bounded by the node timeout.
+	DialPort(ctx context.Context, sb fleet.Sandbox, token string, port int) (net.Conn, error)
 }
 
 var _ Fleet = (*fleet.Fleet)(nil)

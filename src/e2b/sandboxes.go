@@ -91,16 +91,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	created := false
 	defer func() { admitted.done(created) }()
 
-	claimed, err := s.claimSource(r.Context(), sandbox.ClaimRef{Namespace: c.namespace, Name: claimName()}, src, key, ttl, labels)
-	if err != nil {
-		s.fleetError(w, err, "claim")
+	claimed, access, err := s.claimReady(r.Context(), c.namespace, src, key, ttl, labels, req.EnvVars)
+	if errors.Is(err, errEnvdInit) {
+		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized; nothing was created")
 		return
 	}
-	access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.Token)
-	if err := s.initEnvd(r.Context(), claimed, access, req.EnvVars); err != nil {
-		s.log.Warn("e2b create: initializing envd failed; releasing the sandbox", "sandbox", claimed.ID, "err", err)
-		s.releaseQuietly(claimed.Sandbox)
-		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized; nothing was created")
+	if err != nil {
+		s.fleetError(w, err, "claim")
 		return
 	}
 	rec.deadline = claimed.Deadline
@@ -110,6 +107,37 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		s.pauser.schedule(claimed.Sandbox, claimed.Deadline)
 	}
 	writeJSON(w, http.StatusCreated, s.sandboxResponse(claimed.Sandbox, alias, access))
+}
+
+// errEnvdInit: the claimed sandbox's envd could not be initialized, and the
+// sandbox was given back.
+var errEnvdInit = errors.New("initializing envd failed")
+
+// claimReady claims a sandbox and hands its envd the access token and env
+// vars. A node that stops answering between the claim and the init (it
+// crashed or hangs) costs one node timeout and a claim elsewhere, not the
+// create: the sandbox on it is given back in the background and the claim
+// made once more. A checkpoint lives on one node, so its claim is not
+// moved.
+func (s *Server) claimReady(ctx context.Context, namespace string, src source, key sandbox.PoolKey, ttl int,
+	labels, env map[string]string) (fleet.Claimed, string, error) {
+	const attempts = 2
+	for attempt := 1; ; attempt++ {
+		claimed, err := s.claimSource(ctx, sandbox.ClaimRef{Namespace: namespace, Name: claimName()}, src, key, ttl, labels)
+		if err != nil {
+			return fleet.Claimed{}, "", err
+		}
+		access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.Token)
+		err = s.initEnvd(ctx, claimed, access, env)
+		if err == nil {
+			return claimed, access, nil
+		}
+		s.log.Warn("e2b create: initializing envd failed; releasing the sandbox", "sandbox", claimed.ID, "attempt", attempt, "err", err)
+		s.abandoned.Go(func() { s.releaseQuietly(claimed.Sandbox) })
+		if attempt == attempts || !errors.Is(err, errEnvdUnreachable) || src.Checkpoint != nil || ctx.Err() != nil {
+			return fleet.Claimed{}, "", fmt.Errorf("%w: %w", errEnvdInit, err)
+		}
+	}
 }
 
 // validateCreate refuses what the fleet cannot honour, so no VM is spent
