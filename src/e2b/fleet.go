@@ -22,6 +22,9 @@ type Fleet interface {
 	List(ctx context.Context, namespace string) ([]fleet.Sandbox, error)
 	Find(ctx context.Context, namespace, id string) (fleet.Sandbox, error)
 	Release(ctx context.Context, sb fleet.Sandbox) error
+	// Abandon releases a sandbox the surface claimed but cannot use, in
+	// the background, until its node answers.
+	Abandon(sb fleet.Sandbox)
 	Pause(ctx context.Context, sb fleet.Sandbox) error
 	Resume(ctx context.Context, sb fleet.Sandbox) error
 	Renew(ctx context.Context, sb fleet.Sandbox, ttlSeconds int) (time.Time, error)

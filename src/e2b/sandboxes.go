@@ -116,8 +116,8 @@ var errEnvdInit = errors.New("initializing envd failed")
 // claimReady claims a sandbox and hands its envd the access token and env
 // vars. A node that stops answering between the claim and the init (it
 // crashed or hangs) costs one node timeout and a claim elsewhere, not the
-// create: the sandbox on it is given back in the background and the claim
-// made once more. A checkpoint lives on one node, so its claim is not
+// create: the sandbox on it is given back in the background (retried until
+// the node answers, fleet.Abandon) and the claim made once more. A checkpoint lives on one node, so its claim is not
 // moved.
 func (s *Server) claimReady(ctx context.Context, namespace string, src source, key sandbox.PoolKey, ttl int,
 	labels, env map[string]string) (fleet.Claimed, string, error) {
@@ -133,7 +133,7 @@ func (s *Server) claimReady(ctx context.Context, namespace string, src source, k
 			return claimed, access, nil
 		}
 		s.log.Warn("e2b create: initializing envd failed; releasing the sandbox", "sandbox", claimed.ID, "attempt", attempt, "err", err)
-		s.abandoned.Go(func() { s.releaseQuietly(claimed.Sandbox) })
+		s.fleet.Abandon(claimed.Sandbox)
 		if attempt == attempts || !errors.Is(err, errEnvdUnreachable) || src.Checkpoint != nil || ctx.Err() != nil {
 			return fleet.Claimed{}, "", fmt.Errorf("%w: %w", errEnvdInit, err)
 		}

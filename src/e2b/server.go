@@ -56,9 +56,6 @@ type Server struct {
 	mux   *http.ServeMux
 
 	closeOnce sync.Once
-	// abandoned are releases of sandboxes a create gave up on, which Close
-	// waits for (each is bounded by InitTimeout).
-	abandoned sync.WaitGroup
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -106,7 +103,6 @@ func (s *Server) Close() {
 	if s.builds != nil {
 		s.builds.Close()
 	}
-	s.abandoned.Wait()
 }
 
 // ServeHTTP implements http.Handler.

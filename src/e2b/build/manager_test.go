@@ -46,6 +46,18 @@ func (g *gate) run(ctx context.Context, b *build.Build) error {
 	}
 }
 
+// waitStarted waits until n builds have entered the runner.
+func (g *gate) waitStarted(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(g.startedNames()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("builds started: %v, want %d", g.startedNames(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (g *gate) startedNames() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -95,6 +107,9 @@ func TestParallelBoundQueues(t *testing.T) {
 	if c.Status() != build.Waiting {
 		t.Fatalf("queued build is %s, want waiting", c.Status())
 	}
+	// A build is Building before its runner is entered: wait until both
+	// runners hold their slots, so the recorded order means something.
+	g.waitStarted(t, 2)
 	g.ch("a") <- nil
 	waitStatus(t, a, build.Ready)
 	waitStatus(t, c, build.Building)

@@ -1,0 +1,92 @@
+package fleet_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+)
+
+// TestAbandonRetriesUntilTheNodeAnswers: a sandbox abandoned while its
+// node does not answer releases (a hung node) is released once the node
+// answers again, not left claimed until its lease ends.
+func TestAbandonRetriesUntilTheNodeAnswers(t *testing.T) {
+	const root = "abandon-root"
+	key := sandbox.PoolKey{Template: "base:24.04", Net: "none", Size: "small"}
+	sim, err := simfleet.Start(context.Background(), simfleet.Config{
+		Nodes: 1, RootToken: root, EchoPorts: []int{},
+		Pools: []sandboxd.PoolSpec{{Template: key.Template, Warm: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sim.Node(0).WaitWarm(ctx, key, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	// The node sits behind a proxy that, while down is set, fails every
+	// release as a node that is not there would.
+	var down atomic.Bool
+	var refused atomic.Int32
+	down.Store(true)
+	target, _ := url.Parse("http://" + sim.Node(0).Addr())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/release") && down.Load() {
+			refused.Add(1)
+			http.Error(w, "node unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	view := nodesView{{Name: "n", Addr: front.Listener.Addr().String(), Warm: map[sandbox.PoolKey]int{key: 2}}}
+	f, err := fleet.New(fleet.Config{View: view, Token: root, NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	cl, err := f.Claim(ctx, fleet.ClaimRequest{Ref: sandbox.ClaimRef{Namespace: "ns", Name: "gone"}, Key: key, TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := cl.Sandbox
+	sb.NodeAddr = front.Listener.Addr().String() // reach it through the failing front
+
+	f.Abandon(sb)
+	node, _ := sandboxd.New(sim.Node(0).Addr(), sandboxd.WithToken(root))
+	for refused.Load() < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("the release was tried %d times while the node failed, want it retried", refused.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if list, err := node.Sandboxes(ctx, "ns/gone"); err != nil || len(list) != 1 {
+		t.Fatalf("while releases fail the node holds %v (%v), want the sandbox still there", list, err)
+	}
+	down.Store(false)
+	for {
+		list, err := node.Sandboxes(ctx, "ns/gone")
+		if err == nil && len(list) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the abandoned sandbox is still claimed after the node answered: %v %v", list, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
