@@ -40,6 +40,7 @@ func status(t *testing.T, url string) int {
 
 func TestStartServesBothListenersUntilTheContextEnds(t *testing.T) {
 	cfg := config(t)
+	cfg.MetricsAddress = "127.0.0.1:0"
 	var mu sync.Mutex
 	wrapped := map[string]int{}
 	cfg.Wrap = func(name string, h http.Handler) http.Handler {
@@ -63,6 +64,9 @@ func TestStartServesBothListenersUntilTheContextEnds(t *testing.T) {
 	}
 	if got := status(t, "http://"+p.ProxyAddr().String()+"/healthz"); got != http.StatusOK {
 		t.Errorf("data plane /healthz = %d", got)
+	}
+	if got := status(t, "http://"+p.MetricsAddr().String()+"/metrics"); got != http.StatusOK {
+		t.Errorf("metrics listener /metrics = %d", got)
 	}
 	mu.Lock()
 	if wrapped["api"] != 1 || wrapped["data-plane"] != 1 {
@@ -107,6 +111,9 @@ func TestNoDataPlaneWithoutAnAddress(t *testing.T) {
 	}
 	if p.ProxyAddr() != nil {
 		t.Fatalf("a data plane on %v without ProxyAddress", p.ProxyAddr())
+	}
+	if p.MetricsAddr() != nil {
+		t.Fatalf("a metrics listener on %v without MetricsAddress", p.MetricsAddr())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
