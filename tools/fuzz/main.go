@@ -33,6 +33,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tools/gotool"
 )
 
 // goRlocation is the runfiles location of rules_go's go command, set by
@@ -79,7 +81,7 @@ func main() {
 		}
 	}
 
-	root, modPath, err := moduleRoot()
+	root, modPath, err := gotool.ModuleRoot()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func main() {
 	if len(picked) == 0 {
 		log.Fatalf("no fuzz target matches (found %d in %s)", len(targets), root)
 	}
-	goCmd, goEnv := goTool(root)
+	goCmd, goEnv := gotool.Command(root, goRlocation)
 	fmt.Fprintf(os.Stderr, "== module %s at %s, go command %s, %d targets\n", modPath, root, goCmd, len(picked))
 
 	var results []result
@@ -129,82 +131,6 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
-}
-
-// moduleRoot is the directory of the module's go.mod: the source tree under
-// bazel run, else the nearest go.mod above the working directory.
-func moduleRoot() (root, modPath string, err error) {
-	dir := os.Getenv("BUILD_WORKSPACE_DIRECTORY")
-	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			return "", "", err
-		}
-	}
-	for {
-		raw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil {
-			mod := modulePath(raw)
-			if mod == "" {
-				return "", "", fmt.Errorf("%s/go.mod names no module", dir)
-			}
-			return dir, mod, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func modulePath(gomod []byte) string {
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
-}
-
-// goTool is the go command to run and the environment to run it in.
-func goTool(root string) (string, []string) {
-	env := os.Environ()
-	if goRlocation != "" {
-		if p, runfiles := rlocation(goRlocation); p != "" {
-			// rules_go's go command finds its SDK through the runfiles
-			// and runs in BUILD_WORKING_DIRECTORY.
-			env = append(env, "RUNFILES_DIR="+runfiles, "BUILD_WORKING_DIRECTORY="+root)
-			return p, env
-		}
-		fmt.Fprintf(os.Stderr, "fuzz: %s is not in the runfiles; using go from PATH\n", goRlocation)
-	}
-	return "go", env
-}
-
-// rlocation resolves a runfiles location against the runfiles tree bazel
-// run sets up beside the binary.
-func rlocation(loc string) (path, root string) {
-	var roots []string
-	if r := os.Getenv("RUNFILES_DIR"); r != "" {
-		roots = append(roots, r)
-	}
-	if exe, err := os.Executable(); err == nil {
-		roots = append(roots, exe+".runfiles")
-	}
-	if wd, err := os.Getwd(); err == nil {
-		roots = append(roots, filepath.Dir(wd)) // bazel run starts in <runfiles>/_main
-	}
-	for _, r := range roots {
-		p := filepath.Join(r, loc)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			abs, err := filepath.Abs(r)
-			if err != nil {
-				continue
-			}
-			return filepath.Join(abs, loc), abs
-		}
-	}
-	return "", ""
 }
 
 // run fuzzes one target and reads its result from the go tool's output.

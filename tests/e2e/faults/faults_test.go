@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 const (
@@ -32,13 +34,13 @@ func TestNodeKilledDuringCreates(t *testing.T) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	collect := s.createLoad(ctx, createWorkers)
-	time.Sleep(2 * time.Second)
+	time.Sleep(testbin.Soaked(2 * time.Second))
 	killed := time.Now()
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	left := s.waitPeers(t, survivors[0], 1)
-	time.Sleep(2 * time.Second)
+	time.Sleep(testbin.Soaked(2 * time.Second))
 	stop()
 	outs := collect()
 
@@ -143,12 +145,12 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(time.Second)
+	time.Sleep(testbin.Soaked(time.Second))
 	killedAt.Store(time.Now().UnixNano())
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(testbin.Soaked(3 * time.Second))
 	stop()
 	wg.Wait()
 
@@ -239,7 +241,7 @@ func TestHungNode(t *testing.T) {
 			}
 		}
 	})
-	time.Sleep(3 * nodeTimeout)
+	time.Sleep(testbin.Soaked(3 * nodeTimeout))
 	stop()
 	outs := collect()
 	lwg.Wait()

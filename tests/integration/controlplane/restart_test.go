@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 // preFault is how long the load runs before the fault, so that every kind
@@ -58,7 +60,7 @@ func TestKubeAPIServerRestart(t *testing.T) {
 
 	load := startLoad(api, "kas")
 	t.Cleanup(func() { load.stop() })
-	time.Sleep(preFault)
+	time.Sleep(testbin.Soaked(preFault))
 
 	f := fault{part: "the kube-apiserver", what: "kube-apiserver SIGKILLed and started again on its port", bound: kubeAPIServerRecoveryBound, start: time.Now()}
 	if err := e.cluster.KillAPIServer(); err != nil {
@@ -71,7 +73,7 @@ func TestKubeAPIServerRestart(t *testing.T) {
 	f.ready = time.Now()
 	t.Logf("kube-apiserver killed in %v, ready again %v after the kill",
 		killed.Sub(f.start).Round(time.Millisecond), f.ready.Sub(killed).Round(time.Millisecond))
-	time.Sleep(time.Until(f.windowEnd().Add(afterWindow)))
+	time.Sleep(time.Until(f.windowEnd().Add(testbin.Soaked(afterWindow))))
 	outcomes := load.stop()
 
 	figs := f.checkLoad(t, outcomes)
@@ -113,7 +115,7 @@ func TestEtcdRestart(t *testing.T) {
 
 	load := startLoad(api, "etcd")
 	t.Cleanup(func() { load.stop() })
-	time.Sleep(preFault)
+	time.Sleep(testbin.Soaked(preFault))
 
 	f := fault{part: "etcd", what: "etcd stopped and started again on its URL and data", bound: etcdRecoveryBound, start: time.Now()}
 	// Proof that etcd is down: a read the kube-apiserver must take from
@@ -132,7 +134,7 @@ func TestEtcdRestart(t *testing.T) {
 		t.Fatalf("stop etcd: %v", err)
 	}
 	stopped := time.Now()
-	time.Sleep(time.Until(f.start.Add(etcdDown)))
+	time.Sleep(time.Until(f.start.Add(testbin.Soaked(etcdDown))))
 	if err := e.cluster.StartEtcd(ctx); err != nil {
 		t.Fatalf("start etcd again: %v", err)
 	}
@@ -149,7 +151,7 @@ func TestEtcdRestart(t *testing.T) {
 		apiserverReady <- readiness{time.Now(), err}
 	}()
 	t.Logf("etcd stop took %v; etcd ready again %v after the stop began", stopped.Sub(f.start).Round(time.Millisecond), f.ready.Sub(f.start).Round(time.Millisecond))
-	time.Sleep(time.Until(f.windowEnd().Add(afterWindow)))
+	time.Sleep(time.Until(f.windowEnd().Add(testbin.Soaked(afterWindow))))
 	outcomes := load.stop()
 
 	if err := <-probe; err == nil {

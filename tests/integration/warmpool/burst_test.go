@@ -16,17 +16,22 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
+)
+
+// burstNames distinct sandboxes are created in one namespace,
+// burstConcurrency at a time, alternating between the two replicas; a soak
+// run (testbin.SoakScale) makes the burst that many times larger.
+// killAfterCreated 201s into the burst the victim is SIGKILLed: about a
+// third of the way, so creates are in flight at it and plenty are still to
+// come.
+var (
+	burstNames       = 300 * testbin.SoakScale()
+	killAfterCreated = int64(burstNames / 3)
 )
 
 const (
-	// burstNames distinct sandboxes are created in one namespace,
-	// burstConcurrency at a time, alternating between the two replicas.
-	burstNames       = 300
 	burstConcurrency = 16
-	// killAfterCreated 201s into the burst the victim is SIGKILLed: about
-	// a third of the way, so creates are in flight at it and plenty are
-	// still to come.
-	killAfterCreated = 100
 	// burstWarm is the pool's warm replicas over the fleet. The simulated
 	// nodes clone with no delay (fleet RefillDelay 0), so a claim's VM is
 	// replaced in the same step and a pool of any size serves all 300
@@ -35,7 +40,8 @@ const (
 	burstWarm = 30
 	// resolveWithin bounds the retries of one failed create at the
 	// survivor. A name a dead replica was creating may be held by its
-	// reservation for up to about 30 s before it is visible or free.
+	// hold for up to the hold TTL (namehold.DefaultTTL, 20 s) before it is
+	// visible or free.
 	resolveWithin = 90 * time.Second
 	// deadHolderWindow is the one time the survivor may answer a create
 	// 503: from the kill until the dead replica's name reservations can
