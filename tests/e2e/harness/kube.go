@@ -27,15 +27,24 @@ const (
 	kubeAPIService   = "sandbox-apiserver"
 )
 
-// StartCluster starts a real kube-apiserver (over an etcd in this process)
-// with its files under dir/cluster and the NodeInventory CRD installed.
-// ctx bounds the start-up; the cluster is stopped when the test ends, after
-// everything the test starts later.
-func StartCluster(t testing.TB, ctx context.Context, dir string) *cluster.Cluster {
+// LocateKubeAPIServer finds the kube-apiserver binary, which under plain go
+// test means building it: minutes with a cold build cache. Call it before
+// the clock of a start-up bound starts.
+func LocateKubeAPIServer(t testing.TB) {
 	t.Helper()
 	if _, err := cluster.APIServerBinary(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// StartCluster starts a real kube-apiserver (over an etcd in this process)
+// with its files under dir/cluster and the NodeInventory CRD installed.
+// ctx bounds the start-up (locate the binary first, LocateKubeAPIServer);
+// the cluster is stopped when the test ends, after everything the test
+// starts later.
+func StartCluster(t testing.TB, ctx context.Context, dir string) *cluster.Cluster {
+	t.Helper()
+	LocateKubeAPIServer(t)
 	cdir := filepath.Join(dir, "cluster")
 	if err := os.MkdirAll(cdir, 0o700); err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	apiserverBin := testbin.Path(t, "SANDBOX_APISERVER", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver")
 	proxyBin := testbin.Path(t, "SANDBOX_ENVD_PROXY", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-envd-proxy")
 
+	harness.LocateKubeAPIServer(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()

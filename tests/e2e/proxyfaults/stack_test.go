@@ -94,6 +94,7 @@ func startStack(t *testing.T) *stack {
 	t.Helper()
 	simBin := testbin.Path(t, "SANDBOXD_SIM", "github.com/cocoonstack/sandbox-operator/src/cmd/sandboxd-sim")
 	proxyBin := testbin.Path(t, "SANDBOX_ENVD_PROXY", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-envd-proxy")
+	harness.LocateKubeAPIServer(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()

@@ -196,6 +196,7 @@ func startMeshS3(t *testing.T, bins binaries) run {
 // startKube is the Kubernetes front over sandboxd-sim publishing its
 // NodeInventory, with the directory store or (s3) the S3 store.
 func startKube(t *testing.T, bins binaries, s3 bool) run {
+	harness.LocateKubeAPIServer(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
