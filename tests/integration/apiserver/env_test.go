@@ -12,11 +12,8 @@
 package apiserver_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
@@ -86,6 +82,7 @@ const (
 
 // testEnv is the cluster, fleet and server every test shares.
 type testEnv struct {
+	stack   *apiserverenv.Stack
 	dir     string
 	cluster *cluster.Cluster
 	fleet   *fleet.Fleet
@@ -133,76 +130,36 @@ func TestMain(m *testing.M) {
 }
 
 // startEnv starts everything or, on error, stops what it started.
-func startEnv() (_ *testEnv, err error) {
-	// Locating (under go test: building) the binaries happens outside the
-	// start-up deadline, since a first build takes minutes.
-	binary, err := apiserverenv.Binary()
+func startEnv() (*testEnv, error) {
+	st, err := apiserverenv.StartStack(apiserverenv.StackOptions{
+		DirPrefix:       "sandbox-apiserver-it-",
+		Fleet:           fleetConfig(),
+		PublishInterval: publishInterval,
+		Server: apiserverenv.Options{
+			InventoryStaleAfter: staleAfter,
+			// Serve CBOR besides JSON (TestListCBOR).
+			ExtraArgs: []string{"--feature-gates=CBORServingAndStorage=true"},
+		},
+		// The nodes keep one or two pools each (see fleetConfig): no
+		// minimum.
+		MinPools:     0,
+		SetupTimeout: setupTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cluster.APIServerBinary(); err != nil {
-		return nil, err
-	}
-
-	dir, err := os.MkdirTemp("", "sandbox-apiserver-it-")
-	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
-	e := &testEnv{dir: dir}
-	defer func() {
-		if err != nil {
-			tail := e.logTail()
-			if stopErr := e.stop(); stopErr != nil {
-				err = errors.Join(err, stopErr)
-			}
-			err = fmt.Errorf("%w\n%s", err, tail)
-		}
-	}()
-
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	if e.cluster, err = cluster.StartContext(ctx, filepath.Join(dir, "cluster")); err != nil {
-		return nil, err
-	}
-	if err := e.cluster.InstallCRDs(ctx, crds.NodeInventoryYAML); err != nil {
-		return nil, err
-	}
-	e.sandboxes = e.cluster.Dynamic().Resource(apiserverenv.SandboxGVR)
-	e.raw = e.cluster.Clientset().Discovery().RESTClient()
-
-	tokenFile, token, err := apiserverenv.WriteSandboxdToken(dir)
-	if err != nil {
-		return nil, err
-	}
-	if e.fleet, err = startFleet(e.cluster.Dynamic(), token); err != nil {
-		return nil, err
-	}
-	if e.server, err = apiserverenv.Start(ctx, e.cluster, apiserverenv.Options{
-		Binary:              binary,
-		Dir:                 dir,
-		SandboxdTokenFile:   tokenFile,
-		InventoryStaleAfter: staleAfter,
-		// Serve CBOR besides JSON (TestListCBOR).
-		ExtraArgs: []string{"--feature-gates=CBORServingAndStorage=true"},
-	}); err != nil {
-		return nil, err
-	}
-	if err := e.server.WaitReady(ctx); err != nil {
-		return nil, err
-	}
-	// The nodes keep one or two pools each (see startFleet): no minimum.
-	if err := apiserverenv.WaitFleetPublished(ctx, e.cluster.Dynamic(), e.fleet, 0); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return &testEnv{
+		stack: st, dir: st.Dir, cluster: st.Cluster, fleet: st.Fleet, server: st.Server,
+		sandboxes: st.Cluster.Dynamic().Resource(apiserverenv.SandboxGVR),
+		raw:       st.Cluster.Clientset().Discovery().RESTClient(),
+	}, nil
 }
 
-func startFleet(client dynamic.Interface, token string) (*fleet.Fleet, error) {
-	f, err := fleet.Start(context.Background(), fleet.Config{
+// fleetConfig is the fleet every test shares (see the node constants).
+func fleetConfig() fleet.Config {
+	return fleet.Config{
 		Nodes:     fleetNodes,
-		RootToken: token,
 		EchoPorts: []int{},
-		Publish:   &fleet.PublishConfig{Client: client, Interval: publishInterval},
 		Customize: func(i int, cfg *node.Config) {
 			switch i {
 			case nodeSmall:
@@ -218,11 +175,7 @@ func startFleet(client dynamic.Interface, token string) (*fleet.Fleet, error) {
 				}
 			}
 		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start fleet: %w", err)
 	}
-	return f, nil
 }
 
 // unstructuredSlice is obj[field] as a list, whether it is there, and an
@@ -241,13 +194,11 @@ func unstructuredSlice(obj map[string]any, field string) ([]any, bool, error) {
 
 // stop stops the server, the fleet and the cluster, and removes the
 // directory.
-func (e *testEnv) stop() error {
-	return errors.Join(apiserverenv.Teardown(e.server, e.fleet, e.cluster), os.RemoveAll(e.dir))
-}
+func (e *testEnv) stop() error { return e.stack.Stop() }
 
 // logTail is the end of the sandbox-apiserver's, kube-apiserver's and
 // etcd's logs.
-func (e *testEnv) logTail() string { return apiserverenv.LogTails(e.server, logTailLines, e.cluster) }
+func (e *testEnv) logTail() string { return e.stack.LogTail(logTailLines) }
 
 // claimed is the number of live claims on the fleet's live nodes.
 func (e *testEnv) claimed() int {

@@ -15,16 +15,12 @@
 package controlplane_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
@@ -63,6 +59,7 @@ const logTailLines = 80
 
 // testEnv is the cluster, fleet and server both tests share.
 type testEnv struct {
+	stack   *apiserverenv.Stack
 	dir     string
 	cluster *cluster.Cluster
 	fleet   *fleet.Fleet
@@ -108,81 +105,28 @@ func TestMain(m *testing.M) {
 }
 
 // startEnv starts everything or, on error, stops what it started.
-func startEnv() (_ *testEnv, err error) {
-	// Locating (under go test: building) the binaries happens outside the
-	// start-up deadline, since a first build takes minutes.
-	binary, err := apiserverenv.Binary()
+func startEnv() (*testEnv, error) {
+	st, err := apiserverenv.StartStack(apiserverenv.StackOptions{
+		DirPrefix: "sandbox-controlplane-it-",
+		Fleet: fleet.Config{
+			Nodes:     fleetNodes,
+			EchoPorts: []int{},
+			Pools:     []sandboxd.PoolSpec{{Template: templateBase, Warm: warmPerNode}},
+		},
+		PublishInterval: publishInterval,
+		MinPools:        1,
+		SetupTimeout:    setupTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cluster.APIServerBinary(); err != nil {
-		return nil, err
-	}
-
-	dir, err := os.MkdirTemp("", "sandbox-controlplane-it-")
-	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
-	e := &testEnv{dir: dir}
-	defer func() {
-		if err != nil {
-			tail := e.logTail()
-			if stopErr := e.stop(); stopErr != nil {
-				err = errors.Join(err, stopErr)
-			}
-			err = fmt.Errorf("%w\n%s", err, tail)
-		}
-	}()
-
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	clusterDir := filepath.Join(dir, "cluster")
-	if err := os.Mkdir(clusterDir, 0o700); err != nil {
-		return nil, fmt.Errorf("cluster dir: %w", err)
-	}
-	if e.cluster, err = cluster.StartContext(ctx, clusterDir); err != nil {
-		return nil, err
-	}
-	if err := e.cluster.InstallCRDs(ctx, crds.NodeInventoryYAML); err != nil {
-		return nil, err
-	}
-
-	tokenFile, token, err := apiserverenv.WriteSandboxdToken(dir)
-	if err != nil {
-		return nil, err
-	}
-	e.rootToken = token
-	if e.fleet, err = fleet.Start(context.Background(), fleet.Config{
-		Nodes:     fleetNodes,
-		RootToken: token,
-		EchoPorts: []int{},
-		Pools:     []sandboxd.PoolSpec{{Template: templateBase, Warm: warmPerNode}},
-		Publish:   &fleet.PublishConfig{Client: e.cluster.Dynamic(), Interval: publishInterval},
-	}); err != nil {
-		return nil, fmt.Errorf("start fleet: %w", err)
-	}
-	if e.server, err = apiserverenv.Start(ctx, e.cluster, apiserverenv.Options{
-		Binary:            binary,
-		Dir:               dir,
-		SandboxdTokenFile: tokenFile,
-	}); err != nil {
-		return nil, err
-	}
-	if err := e.server.WaitReady(ctx); err != nil {
-		return nil, err
-	}
-	if err := apiserverenv.WaitFleetPublished(ctx, e.cluster.Dynamic(), e.fleet, 1); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return &testEnv{stack: st, dir: st.Dir, cluster: st.Cluster, fleet: st.Fleet, server: st.Server, rootToken: st.RootToken}, nil
 }
 
 // stop stops the server, the fleet and the cluster, and removes the
 // directory.
-func (e *testEnv) stop() error {
-	return errors.Join(apiserverenv.Teardown(e.server, e.fleet, e.cluster), os.RemoveAll(e.dir))
-}
+func (e *testEnv) stop() error { return e.stack.Stop() }
 
 // logTail is the end of the sandbox-apiserver's, kube-apiserver's and
 // etcd's logs.
-func (e *testEnv) logTail() string { return apiserverenv.LogTails(e.server, logTailLines, e.cluster) }
+func (e *testEnv) logTail() string { return e.stack.LogTail(logTailLines) }
