@@ -202,6 +202,16 @@ func (c *Client) Sandbox(ctx context.Context, id string) (*Sandbox, error) {
 	return &sb, err
 }
 
+// idempotentOps are the POSTs the contract lets a client repeat: a
+// second release answers 404, a second hibernate, wake or renew does what
+// the first did.
+var idempotentOps = map[string]bool{
+	"POST /v1/sandboxes/{id}/release":   true,
+	"POST /v1/sandboxes/{id}/hibernate": true,
+	"POST /v1/sandboxes/{id}/wake":      true,
+	"POST /v1/sandboxes/{id}/renew":     true,
+}
+
 // Release destroys the sandbox (its own token, or root by id). An
 // already-gone sandbox is ErrNotFound, which callers may treat as success.
 func (c *Client) Release(ctx context.Context, id string) error {
@@ -359,6 +369,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if idempotentOps[op] {
+		// net/http sends a request again on a fresh connection when a
+		// kept-alive one turns out closed under it (the node closed it as
+		// idle, or restarted), but only a request it may repeat; these
+		// verbs the contract makes idempotent. The header is never sent.
+		req.Header["Idempotency-Key"] = nil
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
