@@ -40,44 +40,11 @@ const (
 // over within the lease duration and drives, while its own aggregated
 // API keeps answering throughout.
 func TestReplicasFailover(t *testing.T) {
-	binary, err := testbin.Locate(apiserverBinaryEnv, apiserverBinaryPkg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := startEnv(t)
 	ns := e.namespace(t, "replicas")
 	f := e.startFleet(t, "r-", 3, token)
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "sandboxd-token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := e.c.Kubeconfig()
 	adminToken := e.c.AdminConfig().BearerToken
-
-	var replicas [2]*replica
-	for i := range replicas {
-		replicas[i] = startReplica(t, binary, filepath.Join(dir, fmt.Sprintf("replica-%d", i)), ns, kubeconfig, tokenFile)
-	}
-	for _, r := range replicas {
-		eventually(t, r.name+" is ready", func() (bool, string) {
-			if err := r.ExitErr(); err != nil {
-				return false, err.Error()
-			}
-			if err := r.get("/readyz", ""); err != nil {
-				return false, err.Error()
-			}
-			return true, ""
-		})
-		eventually(t, r.name+" logs its lease identity", func() (bool, string) {
-			id, err := r.identity()
-			if err != nil {
-				return false, err.Error()
-			}
-			r.id = id
-			return true, ""
-		})
-	}
+	replicas := startReplicaPair(t, e, ns)
 	if replicas[0].id == replicas[1].id {
 		t.Fatalf("both replicas hold the lease identity %q", replicas[0].id)
 	}
