@@ -14,7 +14,6 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
 // TestAbandonRetriesUntilTheNodeAnswers: a sandbox abandoned while its
@@ -22,20 +21,10 @@ import (
 // answers again, not left claimed until its lease ends.
 func TestAbandonRetriesUntilTheNodeAnswers(t *testing.T) {
 	const root = "abandon-root"
-	key := sandbox.PoolKey{Template: "base:24.04", Net: "none", Size: "small"}
-	sim, err := simfleet.Start(context.Background(), simfleet.Config{
-		Nodes: 1, RootToken: root, EchoPorts: []int{},
-		Pools: []sandboxd.PoolSpec{{Template: key.Template, Warm: 2}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
+	key := baseKey
+	sim := startWarmSim(t, root, 1, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sim.Node(0).WaitWarm(ctx, key, 2); err != nil {
-		t.Fatal(err)
-	}
 
 	// The node sits behind a proxy that, while down is set, fails every
 	// release as a node that is not there would.

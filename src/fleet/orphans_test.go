@@ -15,7 +15,6 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
 // nodesView is a View of fixed nodes and no sandboxes.
@@ -35,22 +34,10 @@ func (nodesView) Find(context.Context, string, string) (fleet.Sandbox, error) {
 // create (same claim reference) that lands on the same node is kept.
 func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
 	const root = "orphan-root"
-	key := sandbox.PoolKey{Template: "base:24.04", Net: "none", Size: "small"}
-	sim, err := simfleet.Start(context.Background(), simfleet.Config{
-		Nodes: 2, RootToken: root, EchoPorts: []int{},
-		Pools: []sandboxd.PoolSpec{{Template: key.Template, Warm: 4}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
+	key := baseKey
+	sim := startWarmSim(t, root, 2, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, n := range sim.Nodes() {
-		if err := n.WaitWarm(ctx, key, 4); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// Node 0 sits behind a proxy that, while hold is set, keeps a claim
 	// for two node timeouts before passing it on: the node grants it
