@@ -30,10 +30,13 @@ func ObjectName(i int) string { return ObjectPrefix + strconv.Itoa(i) }
 
 // Defaults for Config's zero values.
 const (
-	// DefaultTTL is how long a hold outlives its last renewal: long enough
-	// for every replica's informer to see a sandbox its holder saw, short
-	// enough that a dead replica's holds free their names soon.
-	DefaultTTL = 20 * time.Second
+	// DefaultTTL is how long a hold outlives its last renewal. A replica
+	// that dies just after its claim leaves the sandbox unpublished until
+	// the node's next publish (vk-sandbox: every 30 s), and only the hold
+	// keeps another replica from claiming the name again meanwhile: so it
+	// must outlast a publish interval and the informers' delay, while
+	// freeing a dead replica's names within a minute.
+	DefaultTTL = 60 * time.Second
 	// DefaultMaxKeep bounds how long a replica renews one hold, in case the
 	// create it guards is never confirmed: twice sandboxes.DefaultRecentTTL.
 	DefaultMaxKeep = 2 * time.Minute

@@ -64,6 +64,8 @@ type options struct {
 	enableWarmPoolDriver bool
 	warmPoolSyncInterval time.Duration
 
+	nameHoldTTL time.Duration
+
 	enableE2B bool
 	e2b       *e2b.Options
 	// e2bConfig is the validated surface configuration, set by validate
@@ -76,6 +78,7 @@ func newOptions() *options {
 		recommended:          server.NewRecommendedOptions(),
 		inventory:            inventory.NewOptions(),
 		enableWarmPoolDriver: true,
+		nameHoldTTL:          namehold.DefaultTTL,
 		e2b:                  e2b.NewOptions(),
 	}
 }
@@ -89,6 +92,8 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"Run the in-process SandboxWarmPool → sandboxd pool reconcile loop (control-plane warm-capacity surface; pool-level, never per-sandbox).")
 	fs.DurationVar(&o.warmPoolSyncInterval, "warm-pool-sync-interval", o.warmPoolSyncInterval,
 		"Resync cadence for the SandboxWarmPool driver, and with it the sampling period of the warm count in pool status (0 means 5s).")
+	fs.DurationVar(&o.nameHoldTTL, "name-hold-ttl", o.nameHoldTTL,
+		"How long a replica's hold on a Sandbox name outlives its last renewal (docs/sandbox-apiserver.md, \"One name, one sandbox across replicas\"): a replica that dies mid-create blocks its names this long. Keep it above the nodes' publish interval (vk-sandbox's --publish-interval, 30s by default), or a create its replica claimed just before dying can be claimed again under the same name before the node publishes it.")
 	fs.BoolVar(&o.enableE2B, "enable-e2b-api", o.enableE2B,
 		"Serve the e2b-compatible REST surface, so an unmodified e2b SDK can claim from the same warm pools (point E2B_API_URL at it).")
 	o.e2b.AddFlags(fs)
@@ -104,6 +109,9 @@ func (o *options) validate() error {
 	}
 	if o.warmPoolSyncInterval < 0 {
 		return fmt.Errorf("--warm-pool-sync-interval must not be negative, got %v", o.warmPoolSyncInterval)
+	}
+	if o.nameHoldTTL < 3*time.Second {
+		return fmt.Errorf("--name-hold-ttl must be at least 3s (holds are renewed every third of it), got %v", o.nameHoldTTL)
 	}
 	if o.enableE2B {
 		cfg, err := o.e2b.Config()
@@ -160,7 +168,7 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 	if token == "" {
 		logger.Warn("no sandboxd token configured: node-local calls carry none, so nodes with an api_token refuse them and lifecycle verbs fail")
 	}
-	fleet, err := newFleet(restConfig, o.inventory.StaleAfter, token, logger)
+	fleet, err := newFleet(restConfig, o.inventory.StaleAfter, o.nameHoldTTL, token, logger)
 	if err != nil {
 		return err
 	}
@@ -214,7 +222,7 @@ type fleet struct {
 	backend   registry.Backend
 }
 
-func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string, logger *slog.Logger) (*fleet, error) {
+func newFleet(restConfig *rest.Config, staleAfter, holdTTL time.Duration, token string, logger *slog.Logger) (*fleet, error) {
 	dyn, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
@@ -241,7 +249,7 @@ func newFleet(restConfig *rest.Config, staleAfter time.Duration, token string, l
 	// The holds live beside the warm-pool driver's Lease, in the pod's
 	// namespace, where the chart grants the replicas their ConfigMaps.
 	names, err := namehold.New(namehold.Config{
-		ConfigMaps: kube.CoreV1(), Namespace: warmpool.DefaultLeaseNamespace(),
+		ConfigMaps: kube.CoreV1(), Namespace: warmpool.DefaultLeaseNamespace(), TTL: holdTTL,
 		Logger: logger.With("component", "namehold"),
 	})
 	if err != nil {

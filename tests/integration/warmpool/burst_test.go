@@ -40,7 +40,7 @@ const (
 	burstWarm = 30
 	// resolveWithin bounds the retries of one failed create at the
 	// survivor. A name a dead replica was creating may be held by its
-	// hold for up to the hold TTL (namehold.DefaultTTL, 20 s) before it is
+	// hold for up to the hold TTL (--name-hold-ttl, 20 s in these tests) before it is
 	// visible or free.
 	resolveWithin = 90 * time.Second
 	// deadHolderWindow is the one time the survivor may answer a create

@@ -171,6 +171,10 @@ func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFi
 		"--sandboxd-token-file=" + tokenFile,
 		"--enable-warm-pool-driver=true",
 		"--warm-pool-sync-interval=1s",
+		// The test fleet publishes every second, so a 20 s hold outlasts
+		// a publish many times over; the default minute is sized for
+		// vk-sandbox's 30 s, and would only make the burst test wait.
+		"--name-hold-ttl=20s",
 	}, []string{"OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv + "=" + leaseNamespace})
 	if err != nil {
 		t.Fatal(err)
