@@ -30,7 +30,10 @@ func (e *envd) upload(ctx context.Context, guestPath, user string, src io.Reader
 	copied := make(chan error, 1)
 	go func() {
 		err := writeForm(mw, guestPath, src)
-		_ = pw.CloseWithError(err) // nil closes cleanly: the body ends
+		// The body ends cleanly even when the archive could not be read
+		// (see writeForm), so that the guest finishes the upload and
+		// answers before upload returns.
+		_ = pw.Close()
 		copied <- err
 	}()
 
@@ -49,6 +52,7 @@ func (e *envd) upload(ctx context.Context, guestPath, user string, src io.Reader
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if srcErr := <-copied; srcErr != nil && !errors.Is(srcErr, io.ErrClosedPipe) {
 		if resp != nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
 		}
 		return fmt.Errorf("%w for %s: %w", errArchiveRead, guestPath, srcErr)
@@ -66,12 +70,23 @@ func (e *envd) upload(ctx context.Context, guestPath, user string, src io.Reader
 
 // writeForm writes the one-file form. The part's file name is the
 // destination too, as the SDK sends it; envd takes ?path= first.
+//
+// When src fails, the form is still ended properly and src's error is
+// returned. Aborting the request instead would leave the guest's handler
+// running on what it had already received: it creates the parent
+// directories and the file, and could do so after the runner's cleanup has
+// removed the scratch directory. A complete, if truncated, upload is
+// answered only once the guest is done with it, and the cleanup then
+// removes what it wrote.
 func writeForm(mw *multipart.Writer, guestPath string, src io.Reader) error {
 	part, err := mw.CreateFormFile("file", guestPath)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(part, src); err != nil {
+		if !errors.Is(err, io.ErrClosedPipe) {
+			_ = mw.Close()
+		}
 		return err
 	}
 	return mw.Close()
