@@ -201,23 +201,8 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 func TestHungNode(t *testing.T) {
 	s := startStack(t)
 	held := s.usage(t)
-	// Placement is random (power of two choices): create until the node
-	// to hang holds two sandboxes.
 	victim := s.nodes[1]
-	var pre, onVictim []created
-	for len(onVictim) < 2 {
-		if len(pre) == 40 {
-			t.Fatalf("40 creates placed %d sandboxes on %s", len(onVictim), victim.Addrs()[0])
-		}
-		o := s.create(context.Background())
-		if o.err != nil {
-			t.Fatal(o.err)
-		}
-		pre = append(pre, o.sb)
-		if a, _ := ownerOf(s.owners(t, s.addrs()), o.sb.ID); a == victim.Addrs()[0] {
-			onVictim = append(onVictim, o.sb)
-		}
-	}
+	pre, onVictim := s.createUntilOn(t, s.direct[1], 2)
 
 	if err := victim.Pause(); err != nil {
 		t.Fatal(err)
@@ -225,78 +210,30 @@ func TestHungNode(t *testing.T) {
 	paused := time.Now()
 	ctx, stop := context.WithCancel(context.Background())
 	collect := s.createLoad(ctx, createWorkers)
-	var lists, listFailures atomic.Int64
-	var slowestList atomic.Int64
-	var lwg sync.WaitGroup
-	lwg.Go(func() {
-		for ctx.Err() == nil {
-			start := time.Now()
-			code := s.list(t)
-			lists.Add(1)
-			if code != http.StatusOK {
-				listFailures.Add(1)
-			}
-			if d := int64(time.Since(start)); d > slowestList.Load() {
-				slowestList.Store(d)
-			}
-		}
-	})
+	listed := s.listLoad(t, ctx)
 	time.Sleep(testbin.Soaked(3 * nodeTimeout))
 	stop()
 	outs := collect()
-	lwg.Wait()
+	lists := listed()
 
-	var told []created
-	var slowest time.Duration
-	var failed int
-	for _, o := range outs {
-		slowest = max(slowest, o.end.Sub(o.start))
-		if o.err != nil {
-			failed++
-			t.Errorf("create while a node hung: %v", o.err)
-			continue
-		}
-		told = append(told, o.sb)
-	}
-	if len(told) == 0 {
-		t.Fatal("no create succeeded while a node hung")
-	}
-	if slowest > nodeTimeout+2*time.Second {
-		t.Errorf("a create took %v while a node hung; the node timeout is %v", slowest, nodeTimeout)
-	}
-	if listFailures.Load() > 0 {
-		t.Errorf("%d of %d lists failed while a node hung", listFailures.Load(), lists.Load())
-	}
+	told, slowest, failed := s.checkCreatesDuringFault(t, "while a node hung", outs)
+	lists.check(t, "while a node hung")
 
 	if err := victim.Resume(); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
-	c := &http.Client{Timeout: clientTimeout}
-	var back time.Duration
-	for _, sb := range onVictim {
-		for {
-			err := s.echo(c, sb)
-			if err == nil {
-				break
-			}
-			if time.Since(resumed) > 30*time.Second {
-				t.Fatalf("sandbox %s of the resumed node: %v", sb.ID, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		back = max(back, time.Since(resumed))
-	}
+	back := s.waitAnswering(t, onVictim, resumed)
 	all := append(pre, told...)
 	for _, sb := range all {
 		if code := s.get(t, sb.ID); code != http.StatusOK {
 			t.Errorf("sandbox %s after the node resumed: %d", sb.ID, code)
 		}
 	}
-	s.checkReleased(t, s.addrs(), all)
+	s.checkReleased(t, s.direct, all)
 	t.Logf("FAULT node-sigstop: hung=%v creates=%d failed=%d create-slowest=%v lists=%d list-failures=%d list-slowest=%v resumed-sandboxes-answer-after=%v",
 		resumed.Sub(paused).Round(time.Millisecond), len(outs), failed, slowest.Round(time.Millisecond),
-		lists.Load(), listFailures.Load(), time.Duration(slowestList.Load()).Round(time.Millisecond), back.Round(time.Millisecond))
+		lists.count, lists.failures, lists.slowest.Round(time.Millisecond), back.Round(time.Millisecond))
 	s.checkNoGrowth(t, held, all)
 }
 

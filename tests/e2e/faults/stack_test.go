@@ -1,7 +1,7 @@
 // Package faults_test breaks real processes under load and measures what
 // the fronts do: sandboxd-sim node processes that form one mesh through
-// gossip (--join), SIGKILLed and SIGSTOPped while sandbox-e2b takes
-// creates and relays traffic. Each test checks that every sandbox a client
+// gossip (--join), SIGKILLed, SIGSTOPped and cut off the network (a
+// harness.Link) while sandbox-e2b takes creates and relays traffic. Each test checks that every sandbox a client
 // was told about is reachable (or, on a node that died, honestly gone),
 // that nothing nobody was told about stays claimed, that errors stay inside
 // the measured window, and that the front holds no more file descriptors
@@ -62,9 +62,26 @@ type stack struct {
 	front               *testbin.Process
 	api, proxy, metrics string
 	http                *http.Client
+	// link is the network path to nodes[linked] in a stack started with
+	// startLinkedStack, nil otherwise.
+	link *harness.Link
+	// direct are the nodes' own addresses, for the test's checks: they
+	// reach a node whatever happens to its link.
+	direct []string
 }
 
-func startStack(t *testing.T) *stack {
+// linked is the node a linked stack puts behind a harness.Link.
+const linked = 1
+
+// startStack starts the stack with every node reached directly.
+func startStack(t *testing.T) *stack { return newStack(t, false) }
+
+// startLinkedStack starts the stack with nodes[linked] reached, by the
+// front and by its peers, only through a harness.Link: it binds
+// 127.0.0.1:P and advertises 127.0.0.2:P, where the link listens.
+func startLinkedStack(t *testing.T) *stack { return newStack(t, true) }
+
+func newStack(t *testing.T, withLink bool) *stack {
 	t.Helper()
 	simBin := testbin.Path(t, "SANDBOXD_SIM", "github.com/cocoonstack/sandbox-operator/src/cmd/sandboxd-sim")
 	e2bBin := testbin.Path(t, "SANDBOX_E2B", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b")
@@ -91,7 +108,18 @@ func startStack(t *testing.T) *stack {
 		if i > 0 {
 			args = append(args, "--join="+s.nodes[0].Addrs()[0])
 		}
+		direct := ""
+		if withLink && i == linked {
+			direct = harness.FreeAddr(t)
+			_, port, _ := strings.Cut(direct, ":")
+			s.link = harness.StartLink(t, "127.0.0.2:"+port, direct)
+			args = append(args, "--base-port="+port, "--advertise-host=127.0.0.2")
+		}
 		s.nodes = append(s.nodes, harness.StartSim(t, simBin, ndir, 1, args...))
+		if direct == "" {
+			direct = s.nodes[i].Addrs()[0]
+		}
+		s.direct = append(s.direct, direct)
 	}
 	s.api, s.proxy, s.metrics = harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
 	s.front = harness.StartProcess(t, "sandbox-e2b", e2bBin, dir, []string{
@@ -113,8 +141,8 @@ func startStack(t *testing.T) *stack {
 	harness.WaitHealthy(t, ctx, s.front, "http://"+s.api+"/health")
 	// Every node gossips with the other two before the test begins, and the
 	// front sees all three.
-	for _, n := range s.nodes {
-		s.waitPeers(t, n.Addrs()[0], 2)
+	for _, addr := range s.direct {
+		s.waitPeers(t, addr, 2)
 	}
 	return s
 }
