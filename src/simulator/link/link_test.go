@@ -1,4 +1,4 @@
-package harness
+package link
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string, wait time
 // on an open connection or a new one, without closing either; once
 // healed, what was sent meanwhile arrives and is answered in order.
 func TestLinkCutHoldsTrafficAndHealDeliversIt(t *testing.T) {
-	l := StartLink(t, "127.0.0.1:0", upperServer(t))
+	l := startLink(t, upperServer(t))
 	open, err := net.Dial("tcp", l.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestLinkDeliversACloseMadeWhileCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	l := StartLink(t, "127.0.0.1:0", ln.Addr().String())
+	l := startLink(t, ln.Addr().String())
 	l.Cut()
 	c, err := net.Dial("tcp", l.Addr())
 	if err != nil {
@@ -148,7 +148,7 @@ func isTimeout(err error) bool {
 // delivers the matching request and then cuts, so the server acts on it
 // while its answer waits for the link to heal.
 func TestLinkCutAfterDeliversTheRequestAndHoldsTheAnswer(t *testing.T) {
-	l := StartLink(t, "127.0.0.1:0", upperServer(t))
+	l := startLink(t, upperServer(t))
 	c, err := net.Dial("tcp", l.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -172,4 +172,14 @@ func TestLinkCutAfterDeliversTheRequestAndHoldsTheAnswer(t *testing.T) {
 	if got, err := r.ReadString('\n'); err != nil || got != "CLAIM\n" {
 		t.Fatalf("after healing: %q (%v), want the held answer", got, err)
 	}
+}
+
+func startLink(t *testing.T, target string) *Link {
+	t.Helper()
+	l, err := Start("127.0.0.1:0", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
 }
