@@ -40,6 +40,7 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 		nodes = holders(all, req.At, f.rng)
 	}
 	f.randMu.Unlock()
+	nodes = f.unanswered.last(nodes, f.cfg.Clock.Now())
 	if f.cfg.FollowRedirects && len(nodes) > maxRedirectEntries {
 		nodes = nodes[:maxRedirectEntries]
 	}
@@ -66,6 +67,7 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 		}
 		cl, err := f.claimAt(ctx, n.Addr, body)
 		if err == nil {
+			f.heardFrom(n.Addr)
 			sb := Sandbox{
 				ID: cl.ID, ClaimRef: req.Ref, Key: key,
 				Node: nodeName(all, cl.OwnerAddr, n), NodeAddr: cl.OwnerAddr,
@@ -93,9 +95,9 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 			// have granted the claim. Release whatever it holds under
 			// this reference so a retry elsewhere leaves no twin.
 			other++
-			f.log.Info("Claim failed on a node, trying the next", "node", n.Name, "err", err)
-			if unreachable(ctx, err) && f.rec != nil {
-				f.rec.Unreachable(n.Addr, err)
+			f.log.Info("Claim failed on a node, trying the next", "node", n.Name, "claimRef", body.ClaimRef, "err", err)
+			if unreachable(ctx, err) {
+				f.silentNode(n.Addr, err)
 			}
 			f.releaseOrphans(n.Addr, body.ClaimRef, attempt, time.Duration(body.TTLSeconds)*time.Second)
 		}
@@ -197,6 +199,11 @@ func (f *Fleet) releaseOrphans(addr, ref, attempt string, lease time.Duration) {
 		var clearSince time.Time
 		for wait := orphanFirstWait; ; wait = min(2*wait, orphanMaxWait) {
 			found, err := f.releaseOrphansOnce(c, ref, attempt)
+			if unreachable(context.Background(), err) {
+				f.silentNode(addr, err)
+			} else {
+				f.heardFrom(addr)
+			}
 			now := f.cfg.Clock.Now()
 			switch {
 			case err != nil || found > 0:

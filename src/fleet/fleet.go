@@ -55,6 +55,8 @@ type Fleet struct {
 	randMu sync.Mutex
 	rng    *rand.Rand
 
+	unanswered unanswered
+
 	bg        sync.WaitGroup
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once

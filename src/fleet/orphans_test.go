@@ -81,10 +81,17 @@ func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
 	if first.NodeAddr != sim.Node(1).Addr() {
 		t.Fatalf("the claim landed on %s, want the fast node after the slow one timed out", first.NodeAddr)
 	}
-	// The same create again, now that node 0 answers at once: it lands
-	// there, under the same reference.
+	// The same create again, now that node 0 answers at once, through
+	// another replica (this one tries a node that did not answer last
+	// until it hears from it): it lands on node 0, under the same
+	// reference.
 	hold.Store(false)
-	retry, err := f.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: 600})
+	other, err := fleet.New(fleet.Config{View: view, Token: root, NodeTimeout: nodeTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	retry, err := other.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,7 @@ type options struct {
 	warmPoolSyncInterval time.Duration
 
 	nameHoldTTL time.Duration
+	nodeTimeout time.Duration
 
 	enableE2B bool
 	e2b       *e2b.Options
@@ -79,6 +80,7 @@ func newOptions() *options {
 		inventory:            inventory.NewOptions(),
 		enableWarmPoolDriver: true,
 		nameHoldTTL:          namehold.DefaultTTL,
+		nodeTimeout:          sandboxes.DefaultNodeTimeout,
 		e2b:                  e2b.NewOptions(),
 	}
 }
@@ -94,6 +96,8 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"Resync cadence for the SandboxWarmPool driver, and with it the sampling period of the warm count in pool status (0 means 5s).")
 	fs.DurationVar(&o.nameHoldTTL, "name-hold-ttl", o.nameHoldTTL,
 		"How long a replica's hold on a Sandbox name outlives its last renewal (docs/sandbox-apiserver.md, \"One name, one sandbox across replicas\"): a replica that dies mid-create blocks its names this long. Keep it above the nodes' publish interval (vk-sandbox's --publish-interval, 30s by default), or a create its replica claimed just before dying can be claimed again under the same name before the node publishes it.")
+	fs.DurationVar(&o.nodeTimeout, "node-timeout", o.nodeTimeout,
+		"Bound on each call to one sandboxd node (a claim, a lifecycle verb, a relay handshake), within the request's own deadline. A node whose claim gets no answer within it is tried after every other candidate until it answers again, so a node this replica cannot reach, while its NodeInventory stays fresh, costs one create this wait, not every create that draws it.")
 	fs.BoolVar(&o.enableE2B, "enable-e2b-api", o.enableE2B,
 		"Serve the e2b-compatible REST surface, so an unmodified e2b SDK can claim from the same warm pools (point E2B_API_URL at it).")
 	o.e2b.AddFlags(fs)
@@ -112,6 +116,9 @@ func (o *options) validate() error {
 	}
 	if o.nameHoldTTL < 3*time.Second {
 		return fmt.Errorf("--name-hold-ttl must be at least 3s (holds are renewed every third of it), got %v", o.nameHoldTTL)
+	}
+	if o.nodeTimeout <= 0 {
+		return fmt.Errorf("--node-timeout must be positive, got %v", o.nodeTimeout)
 	}
 	if o.enableE2B {
 		cfg, err := o.e2b.Config()
@@ -168,7 +175,7 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 	if token == "" {
 		logger.Warn("no sandboxd token configured: node-local calls carry none, so nodes with an api_token refuse them and lifecycle verbs fail")
 	}
-	fleet, err := newFleet(restConfig, o.inventory.StaleAfter, o.nameHoldTTL, token, logger)
+	fleet, err := newFleet(restConfig, o, token, logger)
 	if err != nil {
 		return err
 	}
@@ -222,7 +229,7 @@ type fleet struct {
 	backend   registry.Backend
 }
 
-func newFleet(restConfig *rest.Config, staleAfter, holdTTL time.Duration, token string, logger *slog.Logger) (*fleet, error) {
+func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Logger) (*fleet, error) {
 	dyn, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
@@ -232,7 +239,7 @@ func newFleet(restConfig *rest.Config, staleAfter, holdTTL time.Duration, token 
 	if err := informer.SetTransform(inventory.Compact); err != nil {
 		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
 	}
-	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: staleAfter, Logger: logger.With("component", "inventory")})
+	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
@@ -249,13 +256,15 @@ func newFleet(restConfig *rest.Config, staleAfter, holdTTL time.Duration, token 
 	// The holds live beside the warm-pool driver's Lease, in the pod's
 	// namespace, where the chart grants the replicas their ConfigMaps.
 	names, err := namehold.New(namehold.Config{
-		ConfigMaps: kube.CoreV1(), Namespace: warmpool.DefaultLeaseNamespace(), TTL: holdTTL,
+		ConfigMaps: kube.CoreV1(), Namespace: warmpool.DefaultLeaseNamespace(), TTL: o.nameHoldTTL,
 		Logger: logger.With("component", "namehold"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the name holds: %w", err)
 	}
-	service, err := sandboxes.New(sandboxes.Config{Inventory: store, Token: token, Names: names, Logger: logger})
+	service, err := sandboxes.New(sandboxes.Config{
+		Inventory: store, Token: token, Names: names, NodeTimeout: o.nodeTimeout, Logger: logger,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("building the sandboxes service: %w", err)
 	}

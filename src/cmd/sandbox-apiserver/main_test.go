@@ -42,7 +42,7 @@ func TestFlags(t *testing.T) {
 		"secure-port", "cert-dir", "tls-cert-file", "tls-private-key-file",
 		"authentication-kubeconfig", "authorization-kubeconfig", "kubeconfig", "profiling",
 		"sandboxd-token", "sandboxd-token-file", "inventory-stale-after",
-		"enable-warm-pool-driver", "warm-pool-sync-interval", "name-hold-ttl",
+		"enable-warm-pool-driver", "warm-pool-sync-interval", "name-hold-ttl", "node-timeout",
 		"enable-e2b-api", "e2b-bind-address", "e2b-namespace", "e2b-domain", "e2b-envd-version",
 		"e2b-default-timeout", "e2b-api-key-file", "e2b-allow-anonymous", "e2b-template-alias-file",
 		"e2b-envd-secret-file",
@@ -75,6 +75,7 @@ func TestInvalidFlagsFailStartup(t *testing.T) {
 		{"--inventory-stale-after=0s"},
 		{"--warm-pool-sync-interval=-1s"},
 		{"--name-hold-ttl=1s"},
+		{"--node-timeout=0s"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(args, io.Discard, &stderr); code != 2 {

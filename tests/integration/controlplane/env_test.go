@@ -4,18 +4,20 @@
 // what the fleet holds afterwards: the kube-apiserver is SIGKILLed and
 // started again on the same port (TestKubeAPIServerRestart), and the etcd
 // under it is stopped for a few seconds and started again on the same URL
-// and data (TestEtcdRestart).
+// and data (TestEtcdRestart). The network path from the server to one
+// node is cut while the node keeps publishing (TestNodeCutOffFromTheServer).
 //
 // Everything is real: a kube-apiserver process with an embedded etcd
 // (tests/cluster), the sandbox-apiserver binary behind the aggregator
 // (tests/apiserverenv) and a simulated sandboxd fleet publishing
-// NodeInventory objects. One environment serves both tests, which run one
+// NodeInventory objects. One environment serves the tests, which run one
 // after another; each starts by checking the environment answers, and
 // deletes what it created.
 package controlplane_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/link"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
@@ -37,6 +41,15 @@ const (
 	templateBase = "base"
 	warmPerNode  = 4
 )
+
+// linkedNode is the node the server reaches only through a link.Link,
+// which TestNodeCutOffFromTheServer cuts; the node itself publishes to the
+// kube-apiserver directly, as a node does over its own path.
+const linkedNode = fleetNodes - 1
+
+// serverNodeTimeout is the server's --node-timeout: the longest a node
+// that does not answer holds one of its calls.
+const serverNodeTimeout = 2 * time.Second
 
 // publishInterval is how often nodes publish their NodeInventory: often,
 // so that a claim reaches the server's informer within a second or two
@@ -67,6 +80,8 @@ type testEnv struct {
 	// rootToken is the fleet's sandboxd root token, for claiming on a node
 	// directly (behind the server's back) to change a NodeInventory.
 	rootToken string
+	// link is the server's only path to node linkedNode.
+	link *link.Link
 }
 
 var (
@@ -106,26 +121,57 @@ func TestMain(m *testing.M) {
 
 // startEnv starts everything or, on error, stops what it started.
 func startEnv() (*testEnv, error) {
+	direct, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	l, err := link.Start("127.0.0.1:0", direct)
+	if err != nil {
+		return nil, err
+	}
 	st, err := apiserverenv.StartStack(apiserverenv.StackOptions{
 		DirPrefix: "sandbox-controlplane-it-",
 		Fleet: fleet.Config{
 			Nodes:     fleetNodes,
 			EchoPorts: []int{},
 			Pools:     []sandboxd.PoolSpec{{Template: templateBase, Warm: warmPerNode}},
+			// The linked node listens on direct and advertises the link:
+			// its NodeInventory sends the server through it.
+			Customize: func(i int, cfg *node.Config) {
+				if i == linkedNode {
+					cfg.ListenAddr, cfg.AdvertiseAddr = direct, l.Addr()
+				}
+			},
 		},
 		PublishInterval: publishInterval,
 		MinPools:        1,
 		SetupTimeout:    setupTimeout,
+		Server:          apiserverenv.Options{ExtraArgs: []string{"--node-timeout=" + serverNodeTimeout.String()}},
 	})
 	if err != nil {
+		l.Close()
 		return nil, err
 	}
-	return &testEnv{stack: st, dir: st.Dir, cluster: st.Cluster, fleet: st.Fleet, server: st.Server, rootToken: st.RootToken}, nil
+	return &testEnv{stack: st, dir: st.Dir, cluster: st.Cluster, fleet: st.Fleet, server: st.Server, rootToken: st.RootToken, link: l}, nil
+}
+
+// freeLoopbackAddr is a loopback address with a port free at the moment.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // stop stops the server, the fleet and the cluster, and removes the
-// directory.
-func (e *testEnv) stop() error { return e.stack.Stop() }
+// directory; then the link.
+func (e *testEnv) stop() error {
+	err := e.stack.Stop()
+	e.link.Close()
+	return err
+}
 
 // logTail is the end of the sandbox-apiserver's, kube-apiserver's and
 // etcd's logs.
