@@ -69,7 +69,7 @@ func startCutNode(t *testing.T, target string) *cutNode {
 // re-check of the first claim hears it) it is first in line again.
 func TestUnansweredNodeGoesLastUntilItAnswers(t *testing.T) {
 	const root = "unanswered-root"
-	const nodeTimeout = 500 * time.Millisecond
+	const nodeTimeout = time.Second
 	key := baseKey
 	sim := startWarmSim(t, root, 2, 12)
 	quiet := startCutNode(t, sim.Node(0).Addr())
