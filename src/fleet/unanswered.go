@@ -37,6 +37,14 @@ func (u *unanswered) silent(addr string, now time.Time) bool {
 	if u.until == nil {
 		u.until = map[string]time.Time{}
 	}
+	// Nodes that left the fleet while silent are never asked about again;
+	// their lapsed marks go here, so the set stays as small as the
+	// silences of the last unansweredFor.
+	for a, until := range u.until {
+		if a != addr && !now.Before(until) {
+			delete(u.until, a)
+		}
+	}
 	prev, was := u.until[addr]
 	u.until[addr] = now.Add(unansweredFor)
 	return !was || !now.Before(prev)

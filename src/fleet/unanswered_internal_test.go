@@ -45,4 +45,10 @@ func TestUnansweredOrderAndExpiry(t *testing.T) {
 	if !u.silent("b:1", later) {
 		t.Error("a silence after a lapsed one must report it")
 	}
+	// A node that left the fleet while silent does not stay in the set.
+	u.silent("gone:1", later)
+	u.silent("b:1", later.Add(unansweredFor))
+	if _, ok := u.until["gone:1"]; ok || len(u.until) != 1 {
+		t.Errorf("lapsed marks kept: %v", u.until)
+	}
 }
