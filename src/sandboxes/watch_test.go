@@ -178,12 +178,15 @@ func TestWatchExpiredAndSlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One sandbox per publish, each seen before the next: publishes the
+	// informer takes together come out as one change whose entries are in
+	// no particular order, and this test counts events back from the end.
 	var entries []v1beta1.InventoryEntry
 	for i := range 8 {
 		entries = append(entries, invEntry(fmt.Sprintf("ns/s%d", i), fmt.Sprintf("sb_%02d", i), v1beta1.SandboxPhaseRunning))
 		h.Publish(nodeInv("node-1", t0, entries...))
+		h.Eventually(fmt.Sprintf("%d sandboxes", i+1), func() bool { l, _, _ := svc.List(ctx, "ns"); return len(l) == i+1 })
 	}
-	h.Eventually("all eight sandboxes", func() bool { l, _, _ := svc.List(ctx, "ns"); return len(l) == 8 })
 
 	// Only the last four events are held: resuming from 1 cannot be served.
 	if _, err := svc.Watch(ctx, "", 1); !apierrors.IsResourceExpired(err) {
