@@ -185,6 +185,31 @@ func (s *Store) ByClaimRef(namespace, name string) (Entry, bool) {
 	return Entry{}, false
 }
 
+// AllByClaimRef returns every sandbox claimed as namespace/name on a fresh
+// node, ByClaimRef's first. There is more than one only for a moment: a
+// claim a node granted after its caller gave up on it (released by the
+// fleet core's re-check once the node answers), or an old claim under a
+// reused name whose release its node has not published yet. A delete of
+// the name must release them all.
+func (s *Store) AllByClaimRef(namespace, name string) []Entry {
+	key := sandbox.ClaimRef{Namespace: namespace, Name: strings.ReplaceAll(name, "_", "-")}.String()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	list := s.byRef[key]
+	first := pick(list)
+	if first == nil {
+		return nil
+	}
+	out := make([]Entry, 0, len(list))
+	out = append(out, *first)
+	for _, e := range list {
+		if e != first {
+			out = append(out, *e)
+		}
+	}
+	return out
+}
+
 // ByID returns the sandbox with sandboxd id id, given in either spelling,
 // on a fresh node. A non-empty namespace keeps only a sandbox claimed in
 // it; "" matches every sandbox, including one claimed without a reference.

@@ -302,6 +302,12 @@ func TestStoreDuplicateClaimRef(t *testing.T) {
 	if got := h.Store.List("ns"); len(got) != 1 || got[0].ID != "sb_02" {
 		t.Fatalf("List listed %+v, want one entry", got)
 	}
+	if all := h.Store.AllByClaimRef("ns", "dup"); len(all) != 2 || all[0].ID != "sb_02" || all[1].ID != "sb_01" {
+		t.Fatalf("AllByClaimRef = %+v, want sb_02 then sb_01", all)
+	}
+	if all := h.Store.AllByClaimRef("ns", "none"); all != nil {
+		t.Fatalf("AllByClaimRef of an unknown name = %+v", all)
+	}
 	h.Delete("node-1")
 	rec.waitFor(t, "DELETED ns/dup")
 	if e, ok := h.Store.ByClaimRef("ns", "dup"); !ok || e.ID != "sb_01" {

@@ -27,7 +27,23 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 		return nil, s.statusError(err, "release", name)
 	}
 	last := s.remember(cur, true)
-	if err != nil {
+	released := err == nil
+	// Another sandbox the inventory shows under the name (a claim granted
+	// after the create gave up on it, an old claim whose release is not
+	// published yet) goes too: otherwise it would stand under a name
+	// whose delete succeeded.
+	for _, other := range s.inv.AllByClaimRef(namespace, name) {
+		if other.ID == cur.entry.ID {
+			continue
+		}
+		switch err := s.fleet.Release(ctx, sandboxOf(&other)); {
+		case err == nil:
+			released = true
+		case !errors.Is(err, fleet.ErrNotFound):
+			return nil, s.statusError(err, "release", name)
+		}
+	}
+	if !released {
 		return nil, apierrors.NewNotFound(Resource, name)
 	}
 	if s.cfg.Names != nil {

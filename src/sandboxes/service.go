@@ -36,6 +36,8 @@ const (
 type Inventory interface {
 	Nodes() []inventory.Node
 	ByClaimRef(namespace, name string) (inventory.Entry, bool)
+	// AllByClaimRef is every sandbox under the name, ByClaimRef's first.
+	AllByClaimRef(namespace, name string) []inventory.Entry
 	ByID(id, namespace string) (inventory.Entry, bool)
 	// Sorted is the namespace's sandboxes ("" for all) in CompareKeys
 	// order, shared and read-only.
