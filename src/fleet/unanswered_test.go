@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestUnansweredNodeGoesLastUntilItAnswers(t *testing.T) {
 	n := 0
 	claim := func() (fleet.Claimed, error) {
 		n++
-		return f.Claim(ctx, fleet.ClaimRequest{Ref: sandbox.ClaimRef{Namespace: "ns", Name: "c" + string(rune('a'+n))}, Key: key, TTLSeconds: 600})
+		return f.Claim(ctx, fleet.ClaimRequest{Ref: sandbox.ClaimRef{Namespace: "ns", Name: "c" + strconv.Itoa(n)}, Key: key, TTLSeconds: 600})
 	}
 
 	quiet.cut.Store(true)
