@@ -80,21 +80,25 @@ func (l *Link) CutAfter(match func(chunk []byte) bool) <-chan struct{} {
 	return l.wasCut
 }
 
-// delivered cuts the link if it is armed and chunk, just delivered to the
-// server, is the one it waits for.
-func (l *Link) delivered(chunk []byte) {
+// cutBefore cuts the link if it is armed and chunk, about to be
+// delivered to the server, is the one it waits for. The cut comes before
+// the chunk is written so that the server's answer, which may follow the
+// write at once, already finds the link cut; the caller still writes this
+// one chunk and then closes the returned channel (nil when no cut
+// happened) to report the cut.
+func (l *Link) cutBefore(chunk []byte) chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cutAt == nil || !l.cutAt(chunk) {
-		return
+		return nil
 	}
 	l.cutAt = nil
-	close(l.wasCut)
 	select {
 	case <-l.open:
 		l.open = make(chan struct{})
 	default:
 	}
+	return l.wasCut
 }
 
 // Heal lets traffic pass again, what was held first.
@@ -188,13 +192,18 @@ func (l *Link) copy(dst, src net.Conn, toServer bool) {
 			if !l.pass() {
 				return
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			var cut chan struct{}
+			if toServer {
+				cut = l.cutBefore(buf[:n])
+			}
+			_, werr := dst.Write(buf[:n])
+			if cut != nil {
+				close(cut)
+			}
+			if werr != nil {
 				// The other direction may be blocked reading from dst.
 				dst.Close()
 				return
-			}
-			if toServer {
-				l.delivered(buf[:n])
 			}
 		}
 		if err != nil {
