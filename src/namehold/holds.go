@@ -184,5 +184,16 @@ func (h *Holds) Settle(key string) { h.shards[shardOf(key)].settle(key) }
 func (h *Holds) Release(key string) { h.shards[shardOf(key)].drop(key, false) }
 
 // Free removes any replica's hold on key at the next write: the sandbox
-// with that name was deleted, so the name is free again.
-func (h *Holds) Free(key string) { h.shards[shardOf(key)].drop(key, true) }
+// with that name was deleted, so the name is free again. It returns once
+// that write has landed, so a create of the name through another replica
+// right after the delete is answered finds no hold; when ctx ends first
+// the hold still goes at a later write, and the error says so.
+func (h *Holds) Free(ctx context.Context, key string) error {
+	w := h.shards[shardOf(key)].drop(key, true)
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the hold on %s to be freed: %w", key, context.Cause(ctx))
+	}
+}

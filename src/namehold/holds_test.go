@@ -189,10 +189,17 @@ func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 	if err := acquire(t, a, "team/freed"); err != nil {
 		t.Fatal(err)
 	}
-	b.Free("team/freed")
-	if err := acquire(t, b, "team/freed"); err != nil {
-		t.Fatalf("b could not take a name it freed: %v", err)
+	c := startReplica(t, ns, "replica-c", ttl)
+	if err := b.Free(context.Background(), "team/freed"); err != nil {
+		t.Fatal(err)
 	}
+	// Free returns once the hold is gone from the object, so a third
+	// replica takes the name at once, with no wait for the write.
+	if err := acquire(t, c, "team/freed"); err != nil {
+		t.Fatalf("c could not take a name b freed, right after Free returned: %v", err)
+	}
+	c.Release("team/freed")
+	eventually(t, "b takes the name it freed", func() error { return acquire(t, b, "team/freed") })
 	// a must not renew a hold that was freed under it.
 	time.Sleep(2 * ttl)
 	if err := acquire(t, a, "team/freed"); !errors.Is(err, ErrHeld) {

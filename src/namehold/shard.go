@@ -40,6 +40,8 @@ type shard struct {
 	acquires map[string][]*waiter
 	releases map[string]struct{}
 	frees    map[string]struct{}
+	// freed are the Frees waiting for the write that carries them.
+	freed []*waiter
 	// kept are the holds this replica renews, with the time it stops.
 	kept     map[string]time.Time
 	renewDue bool
@@ -96,16 +98,19 @@ func (s *shard) settle(key string) {
 	s.mu.Unlock()
 }
 
-func (s *shard) drop(key string, anyHolder bool) {
+func (s *shard) drop(key string, anyHolder bool) *waiter {
+	w := &waiter{done: make(chan error, 1)}
 	s.mu.Lock()
 	delete(s.kept, key)
 	if anyHolder {
 		s.frees[key] = struct{}{}
+		s.freed = append(s.freed, w)
 	} else {
 		s.releases[key] = struct{}{}
 	}
 	s.mu.Unlock()
 	s.signal()
+	return w
 }
 
 func (s *shard) renewSoon() {
@@ -123,6 +128,7 @@ type batch struct {
 	acquires map[string][]*waiter
 	releases map[string]struct{}
 	frees    map[string]struct{}
+	freed    []*waiter
 	renews   []string
 }
 
@@ -136,8 +142,8 @@ func (b *batch) empty() bool {
 func (s *shard) take(now time.Time) *batch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := &batch{acquires: s.acquires, releases: s.releases, frees: s.frees}
-	s.acquires, s.releases, s.frees = map[string][]*waiter{}, map[string]struct{}{}, map[string]struct{}{}
+	b := &batch{acquires: s.acquires, releases: s.releases, frees: s.frees, freed: s.freed}
+	s.acquires, s.releases, s.frees, s.freed = map[string][]*waiter{}, map[string]struct{}{}, map[string]struct{}{}, nil
 	for key, until := range s.kept {
 		if now.After(until) {
 			delete(s.kept, key)
@@ -167,6 +173,9 @@ func (s *shard) requeue(b *batch) {
 			s.frees[key] = struct{}{}
 		}
 	}
+	// A Free keeps waiting for the write that carries it; one a newer
+	// Acquire of the key overtook is answered by that Acquire's write.
+	s.freed = append(s.freed, b.freed...)
 	s.renewDue = s.renewDue || len(b.renews) > 0
 }
 
@@ -226,12 +235,16 @@ func (s *shard) run(ctx context.Context) {
 func (s *shard) failQueued(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	stopped := fmt.Errorf("the name hold writer stopped: %w", context.Cause(ctx))
 	for _, ws := range s.acquires {
 		for _, w := range ws {
-			w.done <- fmt.Errorf("the name hold writer stopped: %w", context.Cause(ctx))
+			w.done <- stopped
 		}
 	}
-	s.acquires = map[string][]*waiter{}
+	for _, w := range s.freed {
+		w.done <- stopped
+	}
+	s.acquires, s.freed = map[string][]*waiter{}, nil
 }
 
 // flush writes one batch. Acquires are answered either way; a failed
@@ -259,6 +272,9 @@ func (s *shard) flush(ctx context.Context) error {
 		for _, w := range ws {
 			w.done <- results[key]
 		}
+	}
+	for _, w := range b.freed {
+		w.done <- nil
 	}
 	s.settleBatch(s.cfg.Clock.Now(), granted, lost)
 	return nil

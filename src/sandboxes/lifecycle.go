@@ -49,7 +49,13 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 	if s.cfg.Names != nil {
 		// Only a release this call made frees the name: after a NotFound
 		// the name may already belong to a newer create.
-		s.cfg.Names.Free(cur.entry.Key())
+		if err := s.cfg.Names.Free(ctx, cur.entry.Key()); err != nil {
+			// The sandbox is gone either way; the hold lapses on its own
+			// within the hold TTL, and until then a create of the name
+			// through another replica answers 409.
+			s.cfg.Logger.Warn("Freeing a deleted sandbox's name hold failed; it lapses within the hold TTL",
+				"sandbox", cur.entry.Key(), "err", err)
+		}
 	}
 	return last, nil
 }

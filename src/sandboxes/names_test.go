@@ -35,7 +35,10 @@ func (h *recordedHolds) Acquire(_ context.Context, key string) error {
 }
 func (h *recordedHolds) Settle(key string)  { h.record("settle", key) }
 func (h *recordedHolds) Release(key string) { h.record("release", key) }
-func (h *recordedHolds) Free(key string)    { h.record("free", key) }
+func (h *recordedHolds) Free(_ context.Context, key string) error {
+	h.record("free", key)
+	return nil
+}
 
 func (h *recordedHolds) saw(call string) bool {
 	h.mu.Lock()

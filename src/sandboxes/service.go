@@ -17,6 +17,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/peerwrites"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -83,6 +84,16 @@ type Config struct {
 	// Names makes a name one sandbox across replicas (see NameHolds); nil
 	// for a single replica, which its own in-flight set covers.
 	Names NameHolds
+	// Peers shares this replica's writes with the other replicas before
+	// the write is answered (*peerwrites.Sharer); nil for a single
+	// replica. The peers apply them with ApplyPeerWrites.
+	Peers PeerWrites
+}
+
+// PeerWrites sends a write to the other replicas, returning once they have
+// it or its bound passed.
+type PeerWrites interface {
+	Share(peerwrites.Write)
 }
 
 // NameHolds are holds on names that every replica sees; *namehold.Holds
@@ -95,8 +106,9 @@ type NameHolds interface {
 	Settle(key string)
 	// Release gives up this replica's hold: its create failed.
 	Release(key string)
-	// Free removes whoever's hold: the named sandbox was deleted.
-	Free(key string)
+	// Free removes whoever's hold: the named sandbox was deleted. It
+	// returns once every replica would see the name free.
+	Free(ctx context.Context, key string) error
 }
 
 // Service serves sandboxes from the fleet. Create one with New and Run it.
@@ -112,6 +124,10 @@ type Service struct {
 	mu sync.Mutex
 	// overlays holds this replica's recent writes by "<ns>/<name>".
 	overlays map[string]*overlay
+	// released are the ids of sandboxes released here or by a peer, with
+	// when they may be forgotten: a peer's write of one that arrives late
+	// must not bring it back.
+	released map[string]time.Time
 	// creating holds the keys of creates in flight on this replica.
 	creating map[string]struct{}
 	// shown is what watchers were last told about each key.
@@ -127,6 +143,8 @@ type overlay struct {
 	view
 	deleted bool
 	expires time.Time
+	// at is when the write was made, here or on the peer that sent it.
+	at time.Time
 }
 
 type shownView struct {
@@ -158,6 +176,7 @@ func New(cfg Config) (*Service, error) {
 		inv:      cfg.Inventory,
 		stopped:  make(chan struct{}),
 		overlays: map[string]*overlay{},
+		released: map[string]time.Time{},
 		creating: map[string]struct{}{},
 		shown:    map[string]shownView{},
 		history:  newHistory(cfg.History),
@@ -210,6 +229,11 @@ func (s *Service) sweep() {
 	for key, ov := range s.overlays {
 		if now.After(ov.expires) {
 			s.reconcileLocked(key)
+		}
+	}
+	for id, until := range s.released {
+		if now.After(until) {
+			delete(s.released, id)
 		}
 	}
 }
@@ -334,13 +358,27 @@ func (s *Service) List(ctx context.Context, namespace string) ([]agentsv1beta1.S
 // fronts share one view of what this replica did.
 func (s *Service) Fleet() *fleet.Fleet { return s.fleet }
 
-// remember records a write of this replica as an overlay and tells
-// watchers; it returns the view as served.
+// remember records a write of this replica as an overlay, tells watchers
+// and shares it with the peer replicas; it returns the view as served.
 func (s *Service) remember(v view, deleted bool) *agentsv1beta1.Sandbox {
-	key := v.entry.Key()
+	now := s.cfg.Clock.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.overlays[key] = &overlay{view: v, deleted: deleted, expires: s.cfg.Clock.Now().Add(s.cfg.RecentTTL)}
+	out := s.overlayLocked(v, deleted, now)
+	s.mu.Unlock()
+	if s.cfg.Peers != nil {
+		s.cfg.Peers.Share(writeOf(v, deleted, now))
+	}
+	return out
+}
+
+// overlayLocked lays a write made at over the inventory.
+func (s *Service) overlayLocked(v view, deleted bool, at time.Time) *agentsv1beta1.Sandbox {
+	key := v.entry.Key()
+	expires := s.cfg.Clock.Now().Add(s.cfg.RecentTTL)
+	s.overlays[key] = &overlay{view: v, deleted: deleted, expires: expires, at: at}
+	if deleted && v.entry.ID != "" && len(s.released) < s.cfg.MaxRecent {
+		s.released[v.entry.ID] = expires
+	}
 	if len(s.overlays) > s.cfg.MaxRecent {
 		s.evictOldestLocked(key)
 	}
