@@ -337,6 +337,11 @@ func TestRBAC(t *testing.T) {
 	if got, want := holdNames(holds), nameHoldObjects(); !slices.Equal(got, want) {
 		t.Errorf("name-holds Role limits get and update to %v, the code writes %v", got, want)
 	}
+	// --peer-service: the replicas find each other from their Service's
+	// EndpointSlices.
+	if !grants(holds, "discovery.k8s.io", "endpointslices", "list") || !grants(holds, "discovery.k8s.io", "endpointslices", "watch") {
+		t.Error("the apiserver's namespace Role does not grant list and watch on endpointslices, which --peer-service reads")
+	}
 
 	for name, ref := range map[string]string{
 		"sandbox-apiserver-name-holds":            "sandbox-apiserver-name-holds",

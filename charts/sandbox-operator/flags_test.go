@@ -34,6 +34,10 @@ func apiserverFlags() *pflag.FlagSet {
 	fs.Bool("enable-warm-pool-driver", true, "")
 	fs.Duration("warm-pool-sync-interval", 0, "")
 	fs.Bool("enable-e2b-api", false, "")
+	fs.String("peer-bind-address", "", "")
+	fs.StringSlice("peers", nil, "")
+	fs.String("peer-service", "", "")
+	fs.Duration("peer-timeout", 0, "")
 
 	return fs
 }

@@ -66,6 +66,7 @@ type options struct {
 
 	nameHoldTTL time.Duration
 	nodeTimeout time.Duration
+	peers       peerOptions
 
 	enableE2B bool
 	e2b       *e2b.Options
@@ -101,6 +102,7 @@ func (o *options) flagSet() *pflag.FlagSet {
 	fs.BoolVar(&o.enableE2B, "enable-e2b-api", o.enableE2B,
 		"Serve the e2b-compatible REST surface, so an unmodified e2b SDK can claim from the same warm pools (point E2B_API_URL at it).")
 	o.e2b.AddFlags(fs)
+	o.peers.addFlags(fs)
 	// The generic apiserver's gates, e.g. CBORServingAndStorage, which
 	// makes the server answer application/cbor (docs/performance.md).
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
@@ -119,6 +121,9 @@ func (o *options) validate() error {
 	}
 	if o.nodeTimeout <= 0 {
 		return fmt.Errorf("--node-timeout must be positive, got %v", o.nodeTimeout)
+	}
+	if err := o.peers.validate(); err != nil {
+		return err
 	}
 	if o.enableE2B {
 		cfg, err := o.e2b.Config()
@@ -189,6 +194,22 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 		}
 		return nil
 	}))
+	var servePeers func(context.Context) error
+	if p := fleet.peers; p != nil {
+		if servePeers, err = p.listen(&o.peers, fleet.service.ApplyPeerWrites, logger); err != nil {
+			return err
+		}
+		if p.discovery != nil {
+			// A replica that does not know its peers yet would answer
+			// writes the others never hear of.
+			cfg.ReadyChecks = append(cfg.ReadyChecks, healthz.NamedCheck("peers-synced", func(*http.Request) error {
+				if !p.discovery.HasSynced() {
+					return errors.New("the replicas' EndpointSlices have not been listed yet")
+				}
+				return nil
+			}))
+		}
+	}
 	srv, err := cfg.New()
 	if err != nil {
 		return err
@@ -213,6 +234,13 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 	if e2bSurface != nil {
 		g.Go("e2b surface", e2bSurface)
 	}
+	if servePeers != nil {
+		g.Go("peer writes", servePeers)
+		g.Loop(fleet.peers.sharer.Run)
+		if fleet.peers.discovery != nil {
+			g.Loop(fleet.peers.discovery.Run)
+		}
+	}
 	logger.Info("serving", "securePort", o.recommended.SecureServing.BindPort, "inventoryStaleAfter", o.inventory.StaleAfter)
 	g.Go("apiserver", srv.PrepareRun().RunWithContext)
 	return g.Wait()
@@ -225,6 +253,7 @@ type fleet struct {
 	informers dynamicinformer.DynamicSharedInformerFactory
 	store     *inventory.Store
 	names     *namehold.Holds
+	peers     *peerSharing
 	service   *sandboxes.Service
 	backend   registry.Backend
 }
@@ -262,13 +291,21 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("building the name holds: %w", err)
 	}
-	service, err := sandboxes.New(sandboxes.Config{
+	peers, err := newPeerSharing(&o.peers, token, kube, logger)
+	if err != nil {
+		return nil, err
+	}
+	svcConfig := sandboxes.Config{
 		Inventory: store, Token: token, Names: names, NodeTimeout: o.nodeTimeout, Logger: logger,
-	})
+	}
+	if peers != nil {
+		svcConfig.Peers = peers.sharer
+	}
+	service, err := sandboxes.New(svcConfig)
 	if err != nil {
 		return nil, fmt.Errorf("building the sandboxes service: %w", err)
 	}
-	return &fleet{informers: factory, store: store, names: names, service: service, backend: service}, nil
+	return &fleet{informers: factory, store: store, names: names, peers: peers, service: service, backend: service}, nil
 }
 
 // newWarmPoolDriver builds the driver, nil when it is disabled; a driver

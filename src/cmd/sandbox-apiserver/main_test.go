@@ -45,7 +45,7 @@ func TestFlags(t *testing.T) {
 		"enable-warm-pool-driver", "warm-pool-sync-interval", "name-hold-ttl", "node-timeout",
 		"enable-e2b-api", "e2b-bind-address", "e2b-namespace", "e2b-domain", "e2b-envd-version",
 		"e2b-default-timeout", "e2b-api-key-file", "e2b-allow-anonymous", "e2b-template-alias-file",
-		"e2b-envd-secret-file",
+		"e2b-envd-secret-file", "peer-bind-address", "peers", "peer-service", "peer-timeout",
 	} {
 		if fs.Lookup(want) == nil {
 			t.Errorf("flag --%s missing", want)
@@ -76,6 +76,11 @@ func TestInvalidFlagsFailStartup(t *testing.T) {
 		{"--warm-pool-sync-interval=-1s"},
 		{"--name-hold-ttl=1s"},
 		{"--node-timeout=0s"},
+		{"--peers=10.0.0.2:8444"},
+		{"--peer-service=sandbox-apiserver"},
+		{"--peer-bind-address=:8444", "--peers=10.0.0.2:8444", "--peer-service=sandbox-apiserver"},
+		{"--peer-bind-address=:8444", "--peers=no-port"},
+		{"--peer-bind-address=:8444", "--peer-timeout=0s"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(args, io.Discard, &stderr); code != 2 {
