@@ -165,6 +165,10 @@ func (a *replicaAPI) list(ctx context.Context, ns string) (reply[agentsv1beta1.S
 	return do[agentsv1beta1.SandboxList](ctx, a, http.MethodGet, sandboxesPath(ns), nil)
 }
 
+func (a *replicaAPI) delete(ctx context.Context, ns, name string) (reply[agentsv1beta1.Sandbox], error) {
+	return do[agentsv1beta1.Sandbox](ctx, a, http.MethodDelete, sandboxesPath(ns)+"/"+url.PathEscape(name), nil)
+}
+
 // delete answers the deleted Sandbox (the registry returns the object, not
 // a Status, on success).
 // goroutines reads go_goroutines from the replica's /metrics.
@@ -233,9 +237,20 @@ func startReplicaPair(t *testing.T, e *env, systemNS string) replicaPair {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Each replica takes the other's writes on a port of its own, as the
+	// chart's replicas do on theirs (--peer-service there).
+	var peerAddrs [2]string
+	for i := range peerAddrs {
+		port, err := freeLoopbackPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peerAddrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
 	var pair replicaPair
 	for i := range pair {
-		pair[i] = startReplica(t, binary, filepath.Join(dir, fmt.Sprintf("replica-%d", i)), systemNS, e.c.Kubeconfig(), tokenFile)
+		pair[i] = startReplica(t, binary, filepath.Join(dir, fmt.Sprintf("replica-%d", i)), systemNS, e.c.Kubeconfig(), tokenFile,
+			"--peer-bind-address="+peerAddrs[i], "--peers="+peerAddrs[1-i])
 	}
 	for _, r := range pair {
 		eventually(t, r.name+" is ready", func() (bool, string) {

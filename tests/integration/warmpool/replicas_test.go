@@ -146,7 +146,7 @@ type replica struct {
 	id      string // its holder identity in the Lease
 }
 
-func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFile string) *replica {
+func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFile string, extraArgs ...string) *replica {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFi
 		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		logPath: filepath.Join(dir, "sandbox-apiserver.log"),
 	}
-	r.Process, err = testbin.StartProcess(r.name, binary, r.logPath, []string{
+	r.Process, err = testbin.StartProcess(r.name, binary, r.logPath, append([]string{
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + certDir,
@@ -175,7 +175,7 @@ func startReplica(t *testing.T, binary, dir, leaseNamespace, kubeconfig, tokenFi
 		// a publish many times over; the default minute is sized for
 		// vk-sandbox's 30 s, and would only make the burst test wait.
 		"--name-hold-ttl=20s",
-	}, []string{"OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv + "=" + leaseNamespace})
+	}, extraArgs...), []string{"OPERATOR_LOG_LEVEL=info", warmpool.NamespaceEnv + "=" + leaseNamespace})
 	if err != nil {
 		t.Fatal(err)
 	}

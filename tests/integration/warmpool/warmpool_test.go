@@ -97,14 +97,18 @@ func startEnv(t testing.TB) *env {
 // startFleet starts n publishing simulated nodes named prefix0…; each
 // holds a pool nobody asked the driver for, which the driver's first PUT
 // must drain.
-func (e *env) startFleet(t testing.TB, prefix string, n int, tok string) *fleet.Fleet {
-	f, err := fleet.Start(context.Background(), fleet.Config{
+func (e *env) startFleet(t testing.TB, prefix string, n int, tok string, adjust ...func(*fleet.Config)) *fleet.Fleet {
+	cfg := fleet.Config{
 		Nodes: n, NamePrefix: prefix, RootToken: tok,
 		Pools:             []sandboxd.PoolSpec{{Template: "static", Warm: 1}},
 		RefillConcurrency: 64,
 		EchoPorts:         []int{},
 		Publish:           &fleet.PublishConfig{Client: e.c.Dynamic(), Interval: publishInterval},
-	})
+	}
+	for _, a := range adjust {
+		a(&cfg)
+	}
+	f, err := fleet.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
