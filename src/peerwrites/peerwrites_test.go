@@ -63,9 +63,9 @@ func (r *receiver) applied() []Write {
 	return append([]Write(nil), r.got...)
 }
 
-func startSharer(t *testing.T, key []byte, clk *clocktesting.FakeClock, peers ...string) *Sharer {
+func startSharer(t *testing.T, key []byte, clk *clocktesting.FakeClock, timeout time.Duration, peers ...string) *Sharer {
 	t.Helper()
-	s, err := NewSharer(SharerConfig{Key: key, Clock: clk, Timeout: 10 * time.Second, Peers: StaticPeers(peers)})
+	s, err := NewSharer(SharerConfig{Key: key, Clock: clk, Timeout: timeout, Peers: StaticPeers(peers)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func (s *Sharer) queuedLen() int {
 func TestShareReturnsOnceEveryPeerHasTheWrite(t *testing.T) {
 	a := newReceiver(t, testKey, nil)
 	b := newReceiver(t, testKey, nil)
-	s := startSharer(t, testKey, a.clk, a.addr(), b.addr())
+	s := startSharer(t, testKey, a.clk, 10*time.Second, a.addr(), b.addr())
 	s.Share(write("sb_a1"))
 	for name, r := range map[string]*receiver{"a": a, "b": b} {
 		if got := r.applied(); len(got) != 1 || got[0].Entry.ID != "sb_a1" {
@@ -102,7 +102,7 @@ func TestShareReturnsOnceEveryPeerHasTheWrite(t *testing.T) {
 func TestSharesQueuedDuringABatchGoTogether(t *testing.T) {
 	slow := make(chan struct{})
 	r := newReceiver(t, testKey, slow)
-	s := startSharer(t, testKey, r.clk, r.addr())
+	s := startSharer(t, testKey, r.clk, 10*time.Second, r.addr())
 	var wg sync.WaitGroup
 	wg.Go(func() { s.Share(write("sb_first")) })
 	<-r.entered // the first batch is held at the receiver
@@ -180,15 +180,7 @@ func TestAPeerThatDoesNotAnswerCostsOneTimeout(t *testing.T) {
 	hang := make(chan struct{})
 	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 	t.Cleanup(func() { close(hang); hung.Close() })
-	s, err := NewSharer(SharerConfig{Key: testKey, Timeout: 200 * time.Millisecond,
-		Peers: StaticPeers([]string{strings.TrimPrefix(hung.URL, "http://")})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	s := startSharer(t, testKey, clocktesting.NewFakeClock(time.Now()), 200*time.Millisecond, strings.TrimPrefix(hung.URL, "http://"))
 	returned := make(chan struct{})
 	go func() { s.Share(write("sb_h")); close(returned) }()
 	select {
