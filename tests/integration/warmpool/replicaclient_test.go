@@ -226,7 +226,7 @@ type replicaPair [2]*replica
 // startReplicaPair starts two replicas with the warm-pool driver on (as
 // TestReplicasFailover does), their Lease and their POD_NAMESPACE in
 // systemNS, and waits until both are ready.
-func startReplicaPair(t *testing.T, e *env, systemNS string) replicaPair {
+func startReplicaPair(t *testing.T, e *env, systemNS string, extraArgs ...func(i int) []string) replicaPair {
 	t.Helper()
 	binary, err := testbin.Locate(apiserverBinaryEnv, apiserverBinaryPkg, "")
 	if err != nil {
@@ -249,8 +249,11 @@ func startReplicaPair(t *testing.T, e *env, systemNS string) replicaPair {
 	}
 	var pair replicaPair
 	for i := range pair {
-		pair[i] = startReplica(t, binary, filepath.Join(dir, fmt.Sprintf("replica-%d", i)), systemNS, e.c.Kubeconfig(), tokenFile,
-			"--peer-bind-address="+peerAddrs[i], "--peers="+peerAddrs[1-i])
+		args := []string{"--peer-bind-address=" + peerAddrs[i], "--peers=" + peerAddrs[1-i]}
+		for _, extra := range extraArgs {
+			args = append(args, extra(i)...)
+		}
+		pair[i] = startReplica(t, binary, filepath.Join(dir, fmt.Sprintf("replica-%d", i)), systemNS, e.c.Kubeconfig(), tokenFile, args...)
 	}
 	for _, r := range pair {
 		eventually(t, r.name+" is ready", func() (bool, string) {
