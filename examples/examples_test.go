@@ -119,7 +119,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for _, o := range decodeAll(t) {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
 	}
-	if want := []string{"SandboxTemplate", "SandboxWarmPool", "Sandbox", "SandboxTemplate", "SandboxWarmPool"}; !slices.Equal(kinds, want) {
+	if want := []string{"SandboxTemplate", "SandboxWarmPool", "Sandbox", "SandboxTemplate", "SandboxWarmPool", "SandboxTemplate", "SandboxWarmPool"}; !slices.Equal(kinds, want) {
 		t.Fatalf("examples hold %v, want %v", kinds, want)
 	}
 }
@@ -160,10 +160,28 @@ func TestSandboxClaimsFromTheWarmedPool(t *testing.T) {
 			sbs = append(sbs, o)
 		}
 	}
-	// The L3 pool is the first; the second (examples/e2b) serves the e2b
-	// SDK's alias and no Sandbox example.
-	if len(pools) != 2 || len(sbs) != 1 {
-		t.Fatalf("want two SandboxWarmPools and one Sandbox, have %d and %d", len(pools), len(sbs))
+	// The L3 pool is the first; the other two (examples/e2b) serve the e2b
+	// SDK's alias on both lanes and no Sandbox example.
+	if len(pools) != 3 || len(sbs) != 1 {
+		t.Fatalf("want three SandboxWarmPools and one Sandbox, have %d and %d", len(pools), len(sbs))
+	}
+	// A create with internet access claims from the egress lane, one
+	// without (the only kind that can pause) from the isolated lane: the
+	// e2b example fills both for the one image.
+	lanes := map[string]string{}
+	for _, p := range pools[1:] {
+		tpl, ok := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
+		if !ok {
+			t.Fatalf("SandboxWarmPool %s names template %q, which no example defines", p.Name, p.Spec.TemplateRef.Name)
+		}
+		key, ok := sandbox.PoolKeyOf(tpl.Annotations, firstImage(tpl.Spec.PodTemplate.Spec.Containers))
+		if !ok {
+			t.Fatalf("SandboxTemplate %s names no pool template", tpl.Name)
+		}
+		lanes[key.Net] = key.Template + " " + key.Size
+	}
+	if lanes["egress"] == "" || lanes["egress"] != lanes["none"] {
+		t.Errorf("the e2b example pools cover %v; want the same image and size on the egress and the none lane", lanes)
 	}
 	wp, sb := pools[0], sbs[0]
 

@@ -38,12 +38,34 @@ func applyWarmPool(ctx context.Context, s *Stack, file string, logf func(string,
 	if _, err := s.Kubectl(ctx, "apply", "-f", file); err != nil {
 		return err
 	}
-	pool, err := FirstObject(file, "SandboxWarmPool")
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
+	objs, err := DecodeAll(string(data))
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, warmPoolTimeout)
 	defer cancel()
+	pools := 0
+	for _, o := range objs {
+		if o.GetKind() != "SandboxWarmPool" {
+			continue
+		}
+		pools++
+		if err := waitWarmPool(ctx, s, o, logf); err != nil {
+			return err
+		}
+	}
+	if pools == 0 {
+		return fmt.Errorf("%s holds no SandboxWarmPool", file)
+	}
+	return nil
+}
+
+// waitWarmPool waits until pool reports every replica ready.
+func waitWarmPool(ctx context.Context, s *Stack, pool *unstructured.Unstructured, logf func(string, ...any)) error {
 	last := ""
 	for {
 		wp, err := s.Node.Dynamic().Resource(WarmPoolGVR).Namespace(NamespaceOf(pool)).Get(ctx, pool.GetName(), metav1.GetOptions{})

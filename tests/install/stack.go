@@ -27,6 +27,9 @@ const (
 	Namespace    = "sandbox-system"
 	Domain       = "sandbox.local.test"
 	E2BNamespace = "default"
+	// OtherNamespace is the namespace of a second e2b key, whose caller
+	// must not see the first key's sandboxes.
+	OtherNamespace = "e2b-other"
 	// SimNodes is how many simulated sandboxd nodes run.
 	SimNodes = 2
 
@@ -39,6 +42,8 @@ type Stack struct {
 	Node   *cluster.NodeCluster
 	Sim    *testbin.Process
 	APIKey string // the e2b API key the install accepts
+	// OtherAPIKey is a key of OtherNamespace.
+	OtherAPIKey string
 
 	// Timings of Up.
 	ClusterUp, InstallToReady time.Duration
@@ -94,8 +99,8 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 	if err := os.MkdirAll(secrets, 0o700); err != nil {
 		return err
 	}
-	token, envdSecret, key := randomHex(), randomHex(), "e2b_"+randomHex()
-	s.APIKey = key
+	token, envdSecret, key, other := randomHex(), randomHex(), "e2b_"+randomHex(), "e2b_"+randomHex()
+	s.APIKey, s.OtherAPIKey = key, other
 	write := func(name, content string) (string, error) {
 		p := filepath.Join(secrets, name)
 		return p, os.WriteFile(p, []byte(content), 0o600)
@@ -108,7 +113,7 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	keysFile, err := write("e2b-keys", fmt.Sprintf("%s %s\n", key, E2BNamespace))
+	keysFile, err := write("e2b-keys", fmt.Sprintf("%s %s\n%s %s\n", key, E2BNamespace, other, OtherNamespace))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,42 @@ func TestInstallOnARealNode(t *testing.T) {
 		"holds: written by the quickstart", "port 8000 served: hello from a web server in the sandbox", "killed sandbox"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The SDK suite of the Kubernetes path, against the two replicas of
+	// the install with every call going to the other replica than the one
+	// before: a create answered by one replica is read, paused, connected
+	// and killed through the other.
+	replicas := e2bReplicas(ctx, t, n)
+	baseTemplate := mustFirst(t, a.E2BWarmPool, "SandboxTemplate")
+	containers, _, _ := unstructured.NestedSlice(baseTemplate.Object, "spec", "podTemplate", "spec", "containers")
+	baseImage := ""
+	if len(containers) > 0 {
+		baseImage, _, _ = unstructured.NestedString(containers[0].(map[string]any), "image")
+	}
+	if baseImage == "" {
+		t.Fatalf("%s names no image", a.E2BWarmPool)
+	}
+	front := startSpread(t, replicas)
+	suite := nodejs.Setup(t, "tests/e2e/js")
+	suite.Copy(t, "lib.mjs", "kube.test.mjs")
+	suiteCtx, suiteCancel := context.WithTimeout(ctx, 2*stepTimeout)
+	defer suiteCancel()
+	suite.Run(t, suiteCtx, []string{
+		"E2B_API_URL=" + front.URL,
+		"E2B_SANDBOX_URL=http://" + proxyAddr,
+		"E2B_DOMAIN=" + install.Domain,
+		"E2B_API_KEY=" + st.APIKey,
+		"E2E_OTHER_KEY=" + st.OtherAPIKey,
+		"E2E_TEMPLATE=" + baseImage,
+		"E2E_REPORT=" + filepath.Join(t.TempDir(), "report.json"),
+	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "kube.test.mjs")
+	served := front.counts()
+	t.Logf("the Kubernetes-path SDK suite through both replicas: requests served by%s", describeCounts(served))
+	for _, r := range replicas {
+		if served[r] == 0 {
+			t.Errorf("replica %s served none of the suite's calls", r)
 		}
 	}
 
