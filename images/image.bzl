@@ -46,6 +46,11 @@ TEST_IMAGES = [
     "sandboxd-sim",
 ]
 
+# The packaged chart //images:push sends next to the images, as an OCI
+# artifact helm install oci://<prefix>/sandbox-operator reads.
+CHART_PACKAGE = "//charts/sandbox-operator:package"
+CHART_PACKAGE_ROOTPATH = "$(rootpath %s)" % CHART_PACKAGE
+
 def push_args(images = PUSHED_IMAGES):
     """The arguments //images:push's script gets ahead of the caller's flags.
 
@@ -59,7 +64,7 @@ def push_args(images = PUSHED_IMAGES):
     Returns:
       A list of $(rootpath) expressions.
     """
-    return ["$(rootpath //tools/images)"] + ["$(rootpath //images:%s)" % image for image in images]
+    return ["$(rootpath //tools/images)"] + ["$(rootpath //images:%s)" % image for image in images] + [CHART_PACKAGE_ROOTPATH]
 
 def _oci_image_index_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".tar")

@@ -51,6 +51,7 @@ type Stack struct {
 	artifacts Artifacts
 	dir       string
 	helmArgs  []string
+	charts    *chartRegistry
 }
 
 // Up starts a node cluster under dir (see cluster.StartNodeCluster; the
@@ -157,10 +158,16 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 		return err
 	}
 
+	// The chart is installed from an OCI registry, as a published one is.
+	charts, err := startChartRegistry(ctx, a.Chart)
+	if err != nil {
+		return err
+	}
+	s.charts = charts
 	began := time.Now()
-	logf("helm install %s", filepath.Base(a.Chart))
+	logf("helm install %s --version %s", charts.Ref, charts.Version)
 	s.helmArgs = []string{
-		"upgrade", "--install", Release, a.Chart,
+		"upgrade", "--install", Release, charts.Ref, "--version", charts.Version, "--plain-http",
 		"--namespace", Namespace,
 		"--values", a.E2BValues,
 		"--set", "certManager.enabled=false",
@@ -261,6 +268,9 @@ func (s *Stack) Down() error {
 	}
 	if s.Node != nil {
 		errs = append(errs, s.Node.Stop())
+	}
+	if s.charts != nil {
+		s.charts.close()
 	}
 	return errors.Join(errs...)
 }

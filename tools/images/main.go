@@ -46,7 +46,8 @@ const (
 
 const usage = `usage:
   images build --name NAME --binary OS/ARCH=PATH [--binary ...] --out DIR|FILE.tar [flags]
-  images push --tag TAG [--tag ...] [--repository-prefix P | --repository R] LAYOUT...
+  images push --tag TAG [--tag ...] [--repository-prefix P | --repository R] LAYOUT|CHART.tgz...
+    (a packaged Helm chart goes to P/<chart name>:<chart version>, as helm push does)
   images digest LAYOUT...
 `
 
@@ -221,14 +222,40 @@ func push(ctx context.Context, args []string, stdout, stderr io.Writer, opts []r
 		return usageError{errors.New("push needs at least one layout")}
 	case len(tags) == 0:
 		return usageError{fmt.Errorf("push needs --tag (or $%s)", envTag)}
-	case repository != "" && len(layouts) != 1:
+	case repository != "" && (len(layouts) != 1 || ociimage.IsChartPackage(layouts[0])):
 		return usageError{errors.New("--repository takes exactly one layout; use --repository-prefix for several")}
 	}
 	for _, l := range layouts {
+		if ociimage.IsChartPackage(l) {
+			if err := pushChart(ctx, l, strings.TrimSuffix(prefix, "/"), stdout, opts); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := pushLayout(ctx, l, repository, strings.TrimSuffix(prefix, "/"), tags, stdout, opts); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// pushChart pushes a packaged chart to PREFIX/<chart name>:<chart
+// version>, where helm install oci://PREFIX/<chart name> finds it; the
+// chart's version, not --tag, is its tag, as with helm push.
+func pushChart(ctx context.Context, path, prefix string, stdout io.Writer, opts []remote.Option) error {
+	pkg, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	c, err := ociimage.ReadChart(pkg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	ref, d, err := ociimage.PushChart(ctx, c, prefix, opts...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s@%s\n", ref, d)
 	return nil
 }
 

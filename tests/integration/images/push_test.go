@@ -56,6 +56,8 @@ const (
 	envPushedLayouts = "IMAGES_PUSHED_LAYOUTS"
 	// envHostLayouts are every image's <name>.host layout.
 	envHostLayouts = "IMAGES_HOST_LAYOUTS"
+	// envChartPackage is the packaged chart push sends with the images.
+	envChartPackage = "IMAGES_CHART_PACKAGE"
 )
 
 // imagePlatforms are the platforms of every multi-platform image, in index
@@ -222,6 +224,13 @@ func TestPushToLoopbackRegistry(t *testing.T) {
 	}
 	t.Logf("push printed:\n%s", stdout.String())
 
+	t.Run("chart", func(t *testing.T) {
+		pkg, err := os.ReadFile(filepath.Join(dir, os.Getenv(envChartPackage)))
+		if err != nil {
+			t.Fatalf("$%s: %v", envChartPackage, err)
+		}
+		checkPushedChart(ctx, t, pkg, prefix, stdout.String())
+	})
 	for _, l := range layouts {
 		t.Run(l.title, func(t *testing.T) {
 			repo := prefix + "/" + l.title
@@ -478,4 +487,62 @@ func withoutEnv(env []string, names ...string) []string {
 		}
 	}
 	return out
+}
+
+// checkPushedChart reads the chart push sent back as helm reads an oci://
+// chart: the manifest's config and layer media types are Helm's, the
+// config is the chart's metadata and the layer is the package itself,
+// under the chart's version.
+func checkPushedChart(ctx context.Context, t *testing.T, pkg []byte, prefix, pushOutput string) {
+	t.Helper()
+	want, err := ociimage.ReadChart(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := prefix + "/" + want.Name + ":" + ociimage.ChartTag(want.Version)
+	digest, err := want.Image.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := fmt.Sprintf("%s@%s\n", ref, digest); !strings.Contains(pushOutput, line) {
+		t.Errorf("push output lacks %q", line)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(tag, remote.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("the registry has no chart at %s: %v", ref, err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != ociimage.ChartConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != ociimage.ChartContentMediaType {
+		t.Fatalf("%s: manifest %+v is not a Helm chart's", ref, m)
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(config), `"name":"`+want.Name+`"`) {
+		t.Errorf("%s: config %s is not the chart's metadata", ref, config)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, pkg) {
+		t.Errorf("%s: the chart layer is not the package byte for byte", ref)
+	}
 }
