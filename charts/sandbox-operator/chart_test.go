@@ -3,9 +3,12 @@ package chart_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
 
@@ -840,6 +843,42 @@ func TestBuildsRefusals(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("render failed with %q, want %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// TestRolloutsKeepEveryReplica: a rollout adds a pod before it removes
+// one, and each pod's grace period holds its shutdown delay with room for
+// the requests in flight, so an upgrade never leaves a call with no
+// replica or cuts one that was answered in time.
+func TestRolloutsKeepEveryReplica(t *testing.T) {
+	objs := mustRender(t, e2bSets...)
+	for _, name := range []string{"sandbox-apiserver", "sandbox-envd-proxy"} {
+		t.Run(name, func(t *testing.T) {
+			d := find(t, objs, "Deployment", name)
+			unavailable, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "strategy", "rollingUpdate", "maxUnavailable")
+			surge, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "strategy", "rollingUpdate", "maxSurge")
+			if fmt.Sprint(unavailable) != "0" || fmt.Sprint(surge) != "1" {
+				t.Errorf("rollingUpdate maxUnavailable %v, maxSurge %v; want 0 and 1", unavailable, surge)
+			}
+			graceValue, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
+			grace, _ := strconv.Atoi(fmt.Sprint(graceValue))
+			var delay time.Duration
+			args, _, _ := unstructured.NestedStringSlice(container(t, d), "args")
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, "--shutdown-delay="); ok {
+					var err error
+					if delay, err = time.ParseDuration(v); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if delay <= 0 {
+				t.Fatalf("no positive --shutdown-delay in %v", args)
+			}
+			if time.Duration(grace)*time.Second < delay+30*time.Second {
+				t.Errorf("terminationGracePeriodSeconds %d leaves under 30s for draining after a %v delay", grace, delay)
 			}
 		})
 	}

@@ -34,6 +34,7 @@ func apiserverFlags() *pflag.FlagSet {
 	fs.Bool("enable-warm-pool-driver", true, "")
 	fs.Duration("warm-pool-sync-interval", 0, "")
 	fs.Bool("enable-e2b-api", false, "")
+	fs.Duration("shutdown-delay", 0, "")
 	fs.String("peer-bind-address", "", "")
 	fs.StringSlice("peers", nil, "")
 	fs.String("peer-service", "", "")
@@ -54,6 +55,7 @@ func proxyFlags() *pflag.FlagSet {
 		fs.String(name, "", "")
 	}
 	fs.Bool("guest-http2", false, "")
+	fs.Duration("shutdown-delay", 0, "")
 	(&sandboxd.TokenOptions{}).AddFlags(fs)
 	inventory.AddFlags(fs, inventory.NewOptions())
 	return fs

@@ -64,9 +64,10 @@ type options struct {
 	enableWarmPoolDriver bool
 	warmPoolSyncInterval time.Duration
 
-	nameHoldTTL time.Duration
-	nodeTimeout time.Duration
-	peers       peerOptions
+	nameHoldTTL   time.Duration
+	nodeTimeout   time.Duration
+	shutdownDelay time.Duration
+	peers         peerOptions
 
 	enableE2B bool
 	e2b       *e2b.Options
@@ -99,6 +100,8 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"How long a replica's hold on a Sandbox name outlives its last renewal (docs/sandbox-apiserver.md, \"One name, one sandbox across replicas\"): a replica that dies mid-create blocks its names this long. Keep it above the nodes' publish interval (vk-sandbox's --publish-interval, 30s by default), or a create its replica claimed just before dying can be claimed again under the same name before the node publishes it.")
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", o.nodeTimeout,
 		"Bound on each call to one sandboxd node (a claim, a lifecycle verb, a relay handshake), within the request's own deadline. A node whose claim gets no answer within it is tried after every other candidate until it answers again, so a node this replica cannot reach, while its NodeInventory stays fresh, costs one create this wait, not every create that draws it.")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", o.shutdownDelay,
+		"On SIGTERM, report not ready (/readyz) and keep serving this long before the listeners stop accepting and drain their requests, so a Service stops routing to the pod first; set it above the time endpoint removal takes to reach every node (the chart sets 5s). Zero stops at once.")
 	fs.BoolVar(&o.enableE2B, "enable-e2b-api", o.enableE2B,
 		"Serve the e2b-compatible REST surface, so an unmodified e2b SDK can claim from the same warm pools (point E2B_API_URL at it).")
 	o.e2b.AddFlags(fs)
@@ -118,6 +121,9 @@ func (o *options) validate() error {
 	}
 	if o.nameHoldTTL < 3*time.Second {
 		return fmt.Errorf("--name-hold-ttl must be at least 3s (holds are renewed every third of it), got %v", o.nameHoldTTL)
+	}
+	if o.shutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative, got %v", o.shutdownDelay)
 	}
 	if o.nodeTimeout <= 0 {
 		return fmt.Errorf("--node-timeout must be positive, got %v", o.nodeTimeout)
@@ -150,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve.UsageError(stderr, "sandbox-apiserver", err)
 	}
 	serve.LimitMemory(logger, "")
-	if err := runServer(serve.SignalContext(), logger, o); err != nil {
+	if err := runServer(serve.NewDrain(serve.SignalContext(), o.shutdownDelay, logger), logger, o); err != nil {
 		logger.Error("sandbox-apiserver stopped", "err", err)
 		return serve.ExitFailure
 	}
@@ -159,7 +165,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // runServer wires the fleet backend and runs the server, the NodeInventory
 // informer, the warm-pool driver and the e2b surface until ctx ends.
-func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
+func runServer(drain *serve.Drain, logger *slog.Logger, o *options) error {
+	ctx := drain.Context()
 	// Outside a cluster, KUBECONFIG names the cluster as it does for kubectl;
 	// --kubeconfig wins when both are given.
 	if o.recommended.CoreAPI != nil && o.recommended.CoreAPI.CoreAPIKubeconfigPath == "" {
@@ -191,6 +198,12 @@ func runServer(ctx context.Context, logger *slog.Logger, o *options) error {
 	cfg.ReadyChecks = append(cfg.ReadyChecks, healthz.NamedCheck("inventory-synced", func(*http.Request) error {
 		if !fleet.store.HasSynced() {
 			return errors.New("the NodeInventory informer has not synced yet")
+		}
+		return nil
+	}))
+	cfg.ReadyChecks = append(cfg.ReadyChecks, healthz.NamedCheck("not-draining", func(*http.Request) error {
+		if drain.Draining() {
+			return errors.New("shutting down: serving on until the Service stops routing here")
 		}
 		return nil
 	}))

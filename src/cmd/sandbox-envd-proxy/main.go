@@ -55,9 +55,12 @@ type options struct {
 	secretFile  string
 	kubeconfig  string
 	metricsAddr string
-	token       sandboxd.TokenOptions
-	inventory   *inventory.Options
-	limits      envdproxy.Limits
+	// shutdownDelay is how long the proxy serves on, not ready, after
+	// SIGTERM.
+	shutdownDelay time.Duration
+	token         sandboxd.TokenOptions
+	inventory     *inventory.Options
+	limits        envdproxy.Limits
 }
 
 func newOptions() *options {
@@ -82,6 +85,8 @@ func (o *options) flagSet() *pflag.FlagSet {
 		"Kubeconfig of the cluster whose NodeInventory objects are read; default $KUBECONFIG, then the in-cluster service account.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr,
 		"Address of a separate listener serving the process's Go and process metrics (go_goroutines, process_open_fds) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", o.shutdownDelay,
+		"On SIGTERM, answer /healthz 503 and keep proxying this long before the listener stops accepting and drains its requests, so a Service stops routing to the pod first (the chart sets 5s). Zero stops at once.")
 	o.limits.AddFlags(fs, "")
 	o.token.AddFlags(fs)
 	inventory.AddFlags(fs, o.inventory)
@@ -92,6 +97,9 @@ func (o *options) flagSet() *pflag.FlagSet {
 func (o *options) validate() error {
 	if o.bindAddress == "" {
 		return errors.New("--bind-address must not be empty")
+	}
+	if o.shutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative, got %v", o.shutdownDelay)
 	}
 	if o.domain == "" {
 		return errors.New("--domain is required (the apiserver's --e2b-domain)")
@@ -173,12 +181,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	serve.LimitMemory(logger, "")
-	p, err := listen(logger, o, creds, dyn)
+	drain := serve.NewDrain(serve.SignalContext(), o.shutdownDelay, logger)
+	p, err := listen(logger, o, creds, dyn, drain)
 	if err != nil {
 		logger.Error("sandbox-envd-proxy cannot start", "err", err)
 		return serve.ExitFailure
 	}
-	if err := p.run(serve.SignalContext(), logger); err != nil {
+	if err := p.run(drain.Context(), logger); err != nil {
 		logger.Error("sandbox-envd-proxy stopped", "err", err)
 		return serve.ExitFailure
 	}
@@ -195,7 +204,7 @@ type proxyServer struct {
 }
 
 // listen builds the store and the proxy and binds the listener.
-func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface) (*proxyServer, error) {
+func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface, drain *serve.Drain) (*proxyServer, error) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
 	if err := informer.SetTransform(inventory.Compact); err != nil {
@@ -213,8 +222,10 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 		GuestHTTP2: o.guestHTTP2,
 		Logger:     logger,
 		// Until the informer has listed every node, a published sandbox
-		// would look unknown: report not ready rather than 502 it.
-		Ready: store.HasSynced,
+		// would look unknown: report not ready rather than 502 it. Once
+		// draining, not ready either, so the Service stops routing here
+		// while the proxy still serves what reaches it.
+		Ready: func() bool { return store.HasSynced() && !drain.Draining() },
 	}
 	o.limits.Apply(&pcfg)
 	proxy, err := envdproxy.New(pcfg)

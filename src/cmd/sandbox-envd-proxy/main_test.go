@@ -32,6 +32,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
@@ -158,14 +159,17 @@ func TestServe(t *testing.T) {
 	}
 	o.bindAddress = "127.0.0.1:0"
 	logger := slog.New(slog.DiscardHandler)
-	p, err := listen(logger, o, creds, dyn)
+	signal, sendSignal := context.WithCancel(context.Background())
+	drain := serve.NewDrain(signal, time.Hour, logger)
+	p, err := listen(logger, o, creds, dyn, drain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(drain.Context())
 	done := make(chan error, 1)
 	go func() { done <- p.run(ctx, logger) }()
 	t.Cleanup(func() {
+		sendSignal()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
@@ -201,6 +205,26 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || !strings.Contains(string(body), `"path":"/via-binary"`) {
 		t.Fatalf("%s %d %s", resp.Proto, resp.StatusCode, body)
+	}
+
+	// SIGTERM: the probe fails at once, so the Service stops routing here,
+	// while what still arrives during the shutdown delay is proxied.
+	sendSignal()
+	inventorytest.Eventually(t, "not ready once draining", func() bool {
+		resp, err := hc.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	resp, err = hc.Do(req.Clone(context.Background()))
+	if err != nil {
+		t.Fatalf("a request during the shutdown delay: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a request during the shutdown delay answered %d", resp.StatusCode)
 	}
 }
 
