@@ -183,14 +183,20 @@ func TestInstallOnARealNode(t *testing.T) {
 		}
 	}
 
-	// helm upgrade changing a value rolls the pods.
+	// Upgrade without dropping work: a helm upgrade that rolls every pod,
+	// a rollout restart, and one pod of each Deployment deleted, all under
+	// a steady load through the Services.
+	load := startLoad(e2bAddr, proxyAddr, st.APIKey, install.Domain, 3)
+	avail := watchAvailability(ctx, n)
 	before := podNames(t, ctx, n, "app.kubernetes.io/name=sandbox-apiserver")
+	upgradeBegan := time.Now()
 	if err := st.Upgrade(ctx, "--set", "logLevel=debug"); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.WaitRollouts(ctx); err != nil {
 		t.Fatal(err)
 	}
+	upgradeTook := time.Since(upgradeBegan)
 	after := podNames(t, ctx, n, "app.kubernetes.io/name=sandbox-apiserver")
 	for name := range after {
 		if before[name] {
@@ -199,6 +205,34 @@ func TestInstallOnARealNode(t *testing.T) {
 	}
 	if len(after) == 0 {
 		t.Error("no sandbox-apiserver pods after the upgrade")
+	}
+	restartBegan := time.Now()
+	kubectl(t, ctx, n, "-n", install.Namespace, "rollout", "restart", "deployment/sandbox-apiserver", "deployment/sandbox-envd-proxy")
+	if err := st.WaitRollouts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restartTook := time.Since(restartBegan)
+	deleteBegan := time.Now()
+	for _, app := range []string{"sandbox-apiserver", "sandbox-envd-proxy"} {
+		pods := podNames(t, ctx, n, "app.kubernetes.io/name="+app)
+		for name := range pods {
+			kubectl(t, ctx, n, "-n", install.Namespace, "delete", "pod", name)
+			break
+		}
+	}
+	waitFor(t, ctx, "both Deployments fully available after the pod deletions", func() (bool, string) {
+		return allAvailable(ctx, n)
+	})
+	deleteTook := time.Since(deleteBegan)
+	calls, failed, failures := load.stopLoad()
+	minAvail := avail.stop()
+	t.Logf("under a steady load of %d calls (3 workers: create, get, list, 2 MiB upload and read back through the proxy, kill): helm upgrade %v, rollout restart %v, one pod of each deleted %v; %d calls failed; fewest available replicas seen: %v",
+		calls, upgradeTook.Round(time.Millisecond), restartTook.Round(time.Millisecond), deleteTook.Round(time.Millisecond), failed, minAvail)
+	if failed > 0 {
+		t.Errorf("%d of %d calls failed while the pods were replaced:\n%s", failed, calls, strings.Join(failures, "\n"))
+	}
+	if calls < 30 {
+		t.Errorf("only %d calls were made during the changes; the load did not run", calls)
 	}
 
 	// helm uninstall removes every object it created.
