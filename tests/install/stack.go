@@ -149,6 +149,9 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 			return err
 		}
 	}
+	if err := s.createBuildStore(ctx); err != nil {
+		return err
+	}
 	certs, err := cluster.NewServingCerts(secrets, "sandbox-apiserver."+Namespace+".svc")
 	if err != nil {
 		return err
@@ -174,6 +177,9 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 		"--set", "certManager.caBundle=" + base64.StdEncoding.EncodeToString(certs.CAPEM),
 		"--set", "apiserver.e2b.domain=" + Domain,
 		"--set", "envdProxy.domain=" + Domain,
+		// Template builds, on a volume every replica mounts.
+		"--set", "apiserver.e2b.builds.enabled=true",
+		"--set", "apiserver.e2b.builds.dir.existingClaim=" + BuildClaim,
 	}
 	if _, err := s.Helm(ctx, s.helmArgs...); err != nil {
 		return err

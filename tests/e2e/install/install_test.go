@@ -183,6 +183,22 @@ func TestInstallOnARealNode(t *testing.T) {
 		}
 	}
 
+	// Template builds and snapshots, on the volume both replicas mount.
+	// A build's state lives on the replica that runs it, so the suite goes
+	// through the e2b Service, whose ClientIP affinity keeps a client on
+	// one replica while builds are on.
+	suite.Copy(t, "templates.test.mjs")
+	buildsCtx, buildsCancel := context.WithTimeout(ctx, 3*stepTimeout)
+	defer buildsCancel()
+	suite.Run(t, buildsCtx, []string{
+		"E2B_API_URL=http://" + e2bAddr,
+		"E2B_SANDBOX_URL=http://" + proxyAddr,
+		"E2B_DOMAIN=" + install.Domain,
+		"E2B_API_KEY=" + st.APIKey,
+		"E2E_TEMPLATE_PREFIX=install-",
+		"E2E_BUILD_PARALLEL=2",
+	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "templates.test.mjs")
+
 	// Upgrade without dropping work: a helm upgrade that rolls every pod,
 	// a rollout restart, and one pod of each Deployment deleted, all under
 	// a steady load through the Services.
