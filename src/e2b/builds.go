@@ -41,6 +41,7 @@ func (s *Server) buildRoutes() []route {
 		{"GET /templates/{templateID}/files/{hash}", s.fileUploadLink},
 		{"POST /v2/templates/{templateID}/builds/{buildID}", s.startBuild},
 		{"GET /templates/{templateID}/builds/{buildID}/status", s.buildStatus},
+		{"GET /templates/{templateID}/builds/{buildID}/logs", s.buildLogs},
 	}
 	if s.cfg.Builds == nil {
 		off := func(w http.ResponseWriter, _ *http.Request, _ caller) {

@@ -30,6 +30,15 @@ var errEnvdUnreachable = errors.New("envd unreachable")
 // A relay that cannot be opened (the node died or hangs) is an error
 // wrapping errEnvdUnreachable, after at most the fleet's node timeout.
 func (s *Server) initEnvd(ctx context.Context, claimed fleet.Claimed, access string, env map[string]string) error {
+	return s.initEnvdAs(ctx, claimed, access, access, env)
+}
+
+// errEnvdRefused: envd refused the /init's token (401).
+var errEnvdRefused = errors.New("envd refused the access token")
+
+// initEnvdAs is initEnvd authenticated with current, the token envd holds
+// now, handing it access.
+func (s *Server) initEnvdAs(ctx context.Context, claimed fleet.Claimed, current, access string, env map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
 	tr := &http.Transport{
@@ -52,13 +61,16 @@ func (s *Server) initEnvd(ctx context.Context, claimed fleet.Claimed, access str
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Access-Token", access)
+	req.Header.Set("X-Access-Token", current)
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return fmt.Errorf("envd POST /init: %w", err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("envd POST /init: %w", errEnvdRefused)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("envd POST /init answered %d", resp.StatusCode)
 	}

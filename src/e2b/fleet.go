@@ -27,6 +27,8 @@ type Fleet interface {
 	Abandon(sb fleet.Sandbox)
 	Pause(ctx context.Context, sb fleet.Sandbox) error
 	Resume(ctx context.Context, sb fleet.Sandbox) error
+	// Fork makes count children of sb on its node (sandboxd's fork).
+	Fork(ctx context.Context, sb fleet.Sandbox, count, ttlSeconds int) ([]fleet.Claimed, error)
 	Renew(ctx context.Context, sb fleet.Sandbox, ttlSeconds int) (time.Time, error)
 	// Token reads the sandbox's own token back from its node.
 	Token(ctx context.Context, sb fleet.Sandbox) (string, error)

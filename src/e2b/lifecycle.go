@@ -220,30 +220,3 @@ func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb flee
 	}
 	writeJSON(w, status, s.sandboxResponse(sb, s.aliasOf(sb.Key, recp), access))
 }
-
-// metrics is GET /sandboxes/{id}/metrics: one point, the node's current
-// reading. sandboxd measures no CPU or disk use, so those are 0.
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c caller) {
-	sb, ok := s.lookup(w, r, c)
-	if !ok {
-		return
-	}
-	cl, err := s.fleet.Client(sb.NodeAddr)
-	if err != nil {
-		s.fleetError(w, err, "read metrics")
-		return
-	}
-	st, err := cl.Stats(r.Context(), sb.ID)
-	if err != nil {
-		s.fleetError(w, err, "read metrics")
-		return
-	}
-	at := st.MeasuredAt
-	if at.IsZero() {
-		at = s.cfg.Clock.Now()
-	}
-	writeJSON(w, http.StatusOK, []sandboxMetric{{
-		Timestamp: at.UTC(), TimestampUnix: at.Unix(), CPUCount: st.CPUCount,
-		MemUsed: st.MemUsedBytes, MemTotal: st.MemTotalBytes,
-	}})
-}

@@ -66,10 +66,13 @@ func (s *Server) routes() []route {
 		s.keyed("POST /sandboxes/{sandboxID}/connect", s.connect),
 		s.keyed("POST /v2/sandboxes/{sandboxID}/connect", s.connect),
 		s.keyed("GET /sandboxes/{sandboxID}/metrics", s.metrics),
+		s.keyed("GET /sandboxes/metrics", s.batchMetrics),
 		s.keyed("POST /sandboxes/{sandboxID}/snapshots", s.createSnapshot),
+		s.keyed("POST /sandboxes/{sandboxID}/fork", s.fork),
 		s.keyed("GET /snapshots", s.listSnapshots),
 		s.keyed("DELETE /templates/{templateID}", s.deleteTemplate),
 		s.keyed("GET /templates", s.listTemplates),
+		s.keyed("GET /v2/templates", s.listTemplates),
 		s.keyed("GET /templates/{templateID}", s.getTemplate),
 		// GET /templates/aliases/{alias} and GET /templates/{templateID}/tags
 		// overlap as patterns (/templates/aliases/tags); one route tells them
@@ -77,6 +80,7 @@ func (s *Server) routes() []route {
 		s.keyed("GET /templates/{first}/{second}", s.templateSubresource),
 	}
 	rs = append(rs, s.buildRoutes()...)
+	rs = append(rs, s.unsupportedRoutes()...)
 	return append(rs, route{
 		pattern: "/",
 		handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -110,6 +110,11 @@ type sandboxDetail struct {
 }
 
 // sandboxMetric is e2b's SandboxMetric.
+// batchMetricsResponse is e2b's SandboxesWithMetrics.
+type batchMetricsResponse struct {
+	Sandboxes map[string]sandboxMetric `json:"sandboxes"`
+}
+
 type sandboxMetric struct {
 	Timestamp     time.Time `json:"timestamp"`
 	TimestampUnix int64     `json:"timestampUnix"`

@@ -89,6 +89,9 @@ func NewManager(cfg Config, run Runner) *Manager {
 // Timeout is the bound on one build.
 func (m *Manager) Timeout() time.Duration { return m.cfg.Timeout }
 
+// LogLines is how many log lines a build keeps.
+func (m *Manager) LogLines() int { return m.cfg.LogLines }
+
 // Register records a new build of spec, waiting for its definition.
 func (m *Manager) Register(spec Spec) (*Build, error) {
 	now := m.cfg.Clock.Now().UTC()

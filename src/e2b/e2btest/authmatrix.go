@@ -330,7 +330,7 @@ func rules(base string) map[string]rule {
 	}
 	showSandbox := func(o Objects) []string { return []string{o.Sandbox} }
 	tags := instance{body: lit(`{"target":"x","tags":["v1"]}`), b: likeA, wantA: http.StatusNotImplemented}
-	return map[string]rule{
+	table := map[string]rule{
 		"GET /health": {auth: "none", phase: read, instances: []instance{{b: likeA, wantA: http.StatusOK}}},
 		"/": {auth: "none", phase: read, instances: []instance{
 			{method: http.MethodGet, rest: "no/such/endpoint", b: likeA, wantA: http.StatusNotFound},
@@ -376,10 +376,49 @@ func rules(base string) map[string]rule {
 		// B requests a build of its own: it lands in B's namespace.
 		"POST /v3/templates": keyed(change, instance{body: lit(`{"name":"matrix-new"}`), b: own, wantA: http.StatusAccepted}),
 
+		"GET /v2/templates": list(func(o Objects) []string { return []string{o.Template, o.PendingTemplate} }),
+		// Without sandbox_ids the batch names nothing: 400 for every key.
+		"GET /sandboxes/metrics": keyed(read, instance{b: likeA, wantA: http.StatusBadRequest}),
+		// A fork of A's sandbox makes one child for A; B is told what an
+		// unknown id is told, and forks nothing.
+		"POST /sandboxes/{sandboxID}/fork":                    keyed(change, named(sandboxVar, `{"count":1,"timeout":60}`, http.StatusCreated)),
+		"GET /templates/{templateID}/builds/{buildID}/logs":   keyed(read, named(buildVars, "", http.StatusOK)),
 		"GET /templates/{templateID}/files/{hash}":            keyed(read, named(buildVars, "", http.StatusCreated)),
 		"GET /templates/{templateID}/builds/{buildID}/status": keyed(read, named(buildVars, "", http.StatusOK)),
 		"POST /v2/templates/{templateID}/builds/{buildID}":    keyed(change, named(buildVars, `{"fromTemplate":"`+base+`","steps":[]}`, http.StatusAccepted)),
 	}
+	// The operations the surface refuses with their reason answer every
+	// key alike, whatever the id: nothing about A's objects shows.
+	fixed := func(name string) func(Objects) map[string]string {
+		return func(o Objects) map[string]string {
+			return map[string]string{name: "x1", "sandboxID": o.Sandbox, "templateID": o.Template}
+		}
+	}
+	refused := func(status int, vars func(Objects) map[string]string) rule {
+		return keyed(read, instance{vars: vars, b: likeA, wantA: status})
+	}
+	for pattern, r := range map[string]rule{
+		"PUT /sandboxes/{sandboxID}/network": refused(http.StatusBadRequest, sandboxVar),
+		"GET /sandboxes/{sandboxID}/logs":    refused(http.StatusNotImplemented, sandboxVar),
+		"GET /v2/sandboxes/{sandboxID}/logs": refused(http.StatusNotImplemented, sandboxVar),
+		"GET /secrets":                       refused(http.StatusNotImplemented, nil),
+		"POST /secrets":                      refused(http.StatusNotImplemented, nil),
+		"GET /secrets/{secretID}":            refused(http.StatusNotImplemented, fixed("secretID")),
+		"POST /secrets/{secretID}":           refused(http.StatusNotImplemented, fixed("secretID")),
+		"DELETE /secrets/{secretID}":         refused(http.StatusNotImplemented, fixed("secretID")),
+		"GET /teams":                         refused(http.StatusNotImplemented, nil),
+		"GET /teams/{teamID}/metrics":        refused(http.StatusNotImplemented, fixed("teamID")),
+		"GET /teams/{teamID}/metrics/max":    refused(http.StatusNotImplemented, fixed("teamID")),
+		"GET /volumes":                       refused(http.StatusNotImplemented, nil),
+		"POST /volumes":                      refused(http.StatusNotImplemented, nil),
+		"GET /volumes/{volumeID}":            refused(http.StatusNotImplemented, fixed("volumeID")),
+		"DELETE /volumes/{volumeID}":         refused(http.StatusNotImplemented, fixed("volumeID")),
+		"PATCH /templates/{templateID}":      refused(http.StatusBadRequest, templateVar),
+		"PATCH /v2/templates/{templateID}":   refused(http.StatusBadRequest, templateVar),
+	} {
+		table[pattern] = r
+	}
+	return table
 }
 
 // request is the method and path of an instance of pattern for objects
