@@ -181,8 +181,9 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 	}
 	children := make([]*claimed, 0, req.Count)
 	for range req.Count {
-		// Children carry no metadata: fork takes no labels and copies none.
-		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, labels{}, lease, "")
+		// Children inherit the parent's metadata (sandboxd's current
+		// fork): the map is never written after a claim, so it is shared.
+		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, labels{metadata: parent.metadata}, lease, "")
 		if req.ClaimRefPrefix != "" {
 			child.claimRef = req.ClaimRefPrefix + child.id
 		}

@@ -393,9 +393,9 @@ func TestTemplateCloneTakesTheClaimsMetadata(t *testing.T) {
 	}
 }
 
-// Fork children keep what they carried before metadata existed: no
-// labels, whatever the parent holds.
-func TestForkChildrenCarryNoMetadata(t *testing.T) {
+// Fork children inherit their parent's labels, as sandboxd's current fork
+// does (children inherit metadata, not env).
+func TestForkChildrenInheritMetadata(t *testing.T) {
 	n := startNode(t, testConfig())
 	ctx := ctxT(t)
 	root := client(t, n, rootToken)
@@ -407,8 +407,8 @@ func TestForkChildrenCarryNoMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rowMetadata(t, root, kids[0].ID); got != nil {
-		t.Fatalf("fork child carries %v", got)
+	if got := rowMetadata(t, root, kids[0].ID); !maps.Equal(got, map[string]string{"team": "a"}) {
+		t.Fatalf("fork child carries %v, want the parent's labels", got)
 	}
 	if got := rowMetadata(t, root, parent.ID); !maps.Equal(got, map[string]string{"team": "a"}) {
 		t.Fatalf("the parent lost its labels: %v", got)

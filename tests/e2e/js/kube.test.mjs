@@ -129,6 +129,30 @@ test('lifecycle onTimeout "pause" pauses the sandbox at its timeout; connect res
   await again.kill()
 })
 
+test('fork makes two sandboxes with the parent\'s files and metadata; the parent keeps running', async () => {
+  // sandboxd forks only isolated-lane sandboxes.
+  const parent = await create({ allowInternetAccess: false, metadata: { suite: 'kube', case: 'fork' } })
+  await parent.files.write('forked.txt', 'written before the fork')
+  const children = await parent.fork({ count: 2, timeoutMs: 120_000 })
+  assert.equal(children.length, 2)
+  const ids = new Set([parent.sandboxId])
+  for (const child of children) {
+    assert.ok(!(child instanceof Error), `a fork child failed: ${child?.message}`)
+    created.push(child)
+    assert.ok(!ids.has(child.sandboxId), `fork child ${child.sandboxId} repeats an id`)
+    ids.add(child.sandboxId)
+    assert.equal(await child.files.read('forked.txt'), 'written before the fork')
+    const info = await child.getInfo()
+    assert.equal(info.state, 'running')
+    assert.deepEqual(info.metadata, { suite: 'kube', case: 'fork' })
+    near(info.endAt.getTime(), Date.now() + 120_000, 30_000, 'endAt of a 120 s fork child')
+  }
+  assert.equal((await parent.getInfo()).state, 'running')
+  await assert.rejects(parent.fork({ count: 17 }), SandboxError)
+  for (const child of children) await child.kill()
+  await parent.kill()
+})
+
 test('pausing a sandbox with internet access is refused, and it keeps running', async () => {
   const sbx = await create()
   await assert.rejects(sbx.pause(), (err) => err instanceof SandboxError && /allowInternetAccess: false/.test(err.message))

@@ -70,6 +70,22 @@ test('commands, files, pause and connect through the in-process data plane', asy
   assert.equal(await again.files.read('/home/user/mesh.txt'), 'on the mesh')
 })
 
+test('fork makes two sandboxes with the parent\'s files on the parent\'s node', async () => {
+  const parent = await Sandbox.create({ allowInternetAccess: false, metadata: { suite: 'mesh-fork' } })
+  live.push(parent)
+  await parent.files.write('forked.txt', 'written before the fork')
+  const children = await parent.fork({ count: 2 })
+  assert.equal(children.length, 2)
+  for (const child of children) {
+    assert.ok(!(child instanceof Error), `a fork child failed: ${child?.message}`)
+    live.push(child)
+    assert.equal(await ownerOf(child.sandboxId), await ownerOf(parent.sandboxId), 'a fork child lives on its parent\'s node')
+    assert.equal(await child.files.read('forked.txt'), 'written before the fork')
+    assert.deepEqual((await child.getInfo()).metadata, { suite: 'mesh-fork' })
+  }
+  for (const sbx of [...children, parent]) assert.equal(await sbx.kill(), true)
+})
+
 test('kill releases a sandbox on its node', async () => {
   const sbx = await Sandbox.create()
   const owner = await ownerOf(sbx.sandboxId)
