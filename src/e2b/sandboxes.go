@@ -142,6 +142,8 @@ func (s *Server) claimReady(ctx context.Context, namespace string, src source, k
 
 // validateCreate refuses what the fleet cannot honour, so no VM is spent
 // on a create that would not do what it asked. It returns the 400 message.
+// It also reads network.denyOut [0.0.0.0/0] into allow_internet_access
+// false, the one network rule sandboxd's lanes express.
 func validateCreate(req *newSandboxRequest) string {
 	switch {
 	case strings.TrimSpace(req.TemplateID) == "":
@@ -161,8 +163,17 @@ func validateCreate(req *newSandboxRequest) string {
 		return "autoResume is not supported"
 	}
 	if n := req.Network; n != nil {
-		if len(n.AllowOut) > 0 || len(n.DenyOut) > 0 || isSet(n.Rules) || isSet(n.EgressProxy) || (n.MaskRequestHost != nil && *n.MaskRequestHost != "") {
-			return "network egress rules are not supported: set allow_internet_access to choose between the egress and the isolated lane"
+		if deniesAllEgress(n) {
+			// e2b documents denyOut [0.0.0.0/0] as allowInternetAccess
+			// false: sandboxd's isolated lane, with no egress at all.
+			if req.AllowInternetAccess != nil && *req.AllowInternetAccess {
+				return "network.denyOut [0.0.0.0/0] denies all egress, which contradicts allow_internet_access true"
+			}
+			isolated := false
+			req.AllowInternetAccess = &isolated
+		} else if len(n.AllowOut) > 0 || len(n.DenyOut) > 0 || isSet(n.Rules) || isSet(n.EgressProxy) || (n.MaskRequestHost != nil && *n.MaskRequestHost != "") {
+			return "network egress rules are not supported: sandboxd's egress is an allow-list the node operator sets per pool and per tenant class, " +
+				"not per sandbox; choose the lane with allow_internet_access (false, or network.denyOut [\"0.0.0.0/0\"], is the isolated lane with no egress)"
 		}
 	}
 	for k := range req.EnvVars {
@@ -171,6 +182,16 @@ func validateCreate(req *newSandboxRequest) string {
 		}
 	}
 	return ""
+}
+
+// allTraffic is e2b's ALL_TRAFFIC, the CIDR of every IPv4 address.
+const allTraffic = "0.0.0.0/0"
+
+// deniesAllEgress reports whether n says only "deny all outbound
+// traffic", the one egress rule sandboxd's lanes can honour.
+func deniesAllEgress(n *networkConfig) bool {
+	return len(n.DenyOut) == 1 && strings.TrimSpace(n.DenyOut[0]) == allTraffic && len(n.AllowOut) == 0 &&
+		!isSet(n.Rules) && !isSet(n.EgressProxy) && (n.MaskRequestHost == nil || *n.MaskRequestHost == "")
 }
 
 func isSet(raw []byte) bool {
