@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // What a create records beyond the claim itself (the caller's metadata,
@@ -42,6 +43,9 @@ func labelsOf(rec record) (map[string]string, error) {
 	if rec.autoPause {
 		out[labelAutoPause] = "true"
 	}
+	if rec.autoResume {
+		out[sandbox.LabelAutoResume] = "true"
+	}
 	if rec.source != "" {
 		out[labelSource] = rec.source
 	}
@@ -66,6 +70,8 @@ func recordFrom(namespace string, labels map[string]string) record {
 			rec.internet = &b
 		case k == labelAutoPause:
 			rec.autoPause = v == "true"
+		case k == sandbox.LabelAutoResume:
+			rec.autoResume = v == "true"
 		case k == labelSource:
 			rec.source = v
 		}

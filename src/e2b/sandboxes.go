@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -71,10 +72,15 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, http.StatusBadRequest, "autoPause needs allowInternetAccess: false: a sandbox with internet access stays running and cannot be paused")
 		return
 	}
+	autoResume, _ := autoResumeOf(req.AutoResume)
+	if autoResume && !autoPause {
+		writeError(w, http.StatusBadRequest, "autoResume needs lifecycle onTimeout 'pause': only a paused sandbox can be woken by traffic")
+		return
+	}
 
 	rec := record{
 		namespace: c.namespace, source: c.source, templateID: req.TemplateID, alias: alias,
-		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause,
+		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause, autoResume: autoResume,
 	}
 	labels, err := labelsOf(rec)
 	if err != nil {
@@ -159,8 +165,9 @@ func validateCreate(req *newSandboxRequest) string {
 		return "volumeMounts are not supported"
 	case isSet(req.IAM):
 		return "iam tokens are not supported"
-	case isSet(req.AutoResume) && !strings.Contains(strings.ReplaceAll(string(req.AutoResume), " ", ""), `"enabled":false`):
-		return "autoResume is not supported"
+	}
+	if _, err := autoResumeOf(req.AutoResume); err != nil {
+		return err.Error()
 	}
 	if n := req.Network; n != nil {
 		if deniesAllEgress(n) {
@@ -192,6 +199,21 @@ const allTraffic = "0.0.0.0/0"
 func deniesAllEgress(n *networkConfig) bool {
 	return len(n.DenyOut) == 1 && strings.TrimSpace(n.DenyOut[0]) == allTraffic && len(n.AllowOut) == 0 &&
 		!isSet(n.Rules) && !isSet(n.EgressProxy) && (n.MaskRequestHost == nil || *n.MaskRequestHost == "")
+}
+
+// autoResumeOf reads e2b's autoResume, {"enabled": bool}; absent or null
+// is false.
+func autoResumeOf(raw json.RawMessage) (bool, error) {
+	if !isSet(raw) {
+		return false, nil
+	}
+	var v struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v.Enabled == nil {
+		return false, errors.New(`autoResume must be {"enabled": true|false}`)
+	}
+	return *v.Enabled, nil
 }
 
 func isSet(raw []byte) bool {
@@ -501,9 +523,31 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	if !ok {
 		return
 	}
+	// The node's own row is the sandbox's state now: traffic through the
+	// data plane may have woken it (autoResume) since the view last heard.
+	if cl, err := s.fleet.Client(sb.NodeAddr); err == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		row, err := cl.Sandbox(ctx, sb.ID)
+		cancel()
+		switch {
+		case err == nil:
+			sb.Paused = row.Hibernated || row.Archived
+			if !row.Deadline.IsZero() {
+				sb.Deadline = row.Deadline
+			}
+		case errors.Is(err, sandboxd.ErrNotFound):
+			// Reaped or released since the view heard of it.
+			writeNotFound(w)
+			return
+		}
+	}
 	d := sandboxDetail{listedSandbox: s.listed(r.Context(), sb), Domain: s.cfg.Domain}
 	if rec, ok := s.recordOf(r.Context(), sb); ok {
 		d.AllowInternetAccess = rec.internet
+		d.Lifecycle = &lifecycleInfo{AutoResume: rec.autoResume, OnTimeout: "kill"}
+		if rec.autoPause {
+			d.Lifecycle.OnTimeout = "pause"
+		}
 	}
 	// The node knows the sandbox's real size; a failed read keeps the
 	// size table's figures rather than failing the read.

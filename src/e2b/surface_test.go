@@ -276,20 +276,22 @@ func TestOtherNamespaceIsIndistinguishableFromUnknown(t *testing.T) {
 func TestCreateRefusals(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	for name, body := range map[string]string{
-		"bad JSON":            `{"templateID":`,
-		"trailing data":       `{"templateID":"base"} {}`,
-		"unknown field":       `{"templateID":"base","flavour":"x"}`,
-		"no template":         `{"timeout":10}`,
-		"negative timeout":    `{"templateID":"base","timeout":-1}`,
-		"auto pause":          `{"templateID":"base","autoPause":true}`,
-		"volume mounts":       `{"templateID":"base","volumeMounts":[{"name":"v","path":"/v"}]}`,
-		"egress rules":        `{"templateID":"base","network":{"denyOut":["0.0.0.0/0"]}}`,
-		"bad env name":        `{"templateID":"base","envVars":{"A=B":"1"}}`,
-		"empty body":          ``,
-		"huge metadata":       `{"templateID":"base","metadata":{"k":"` + strings.Repeat("x", 17<<10) + `"}}`,
-		"oversized body":      `{"templateID":"base","metadata":{"k":"` + strings.Repeat("x", 2<<20) + `"}}`,
-		"wrong type":          `{"templateID":"base","timeout":"soon"}`,
-		"metadata not string": `{"templateID":"base","metadata":{"k":1}}`,
+		"bad JSON":             `{"templateID":`,
+		"trailing data":        `{"templateID":"base"} {}`,
+		"unknown field":        `{"templateID":"base","flavour":"x"}`,
+		"no template":          `{"timeout":10}`,
+		"negative timeout":     `{"templateID":"base","timeout":-1}`,
+		"auto pause":           `{"templateID":"base","autoPause":true}`,
+		"volume mounts":        `{"templateID":"base","volumeMounts":[{"name":"v","path":"/v"}]}`,
+		"egress rules":         `{"templateID":"base","network":{"denyOut":["10.0.0.0/8"]}}`,
+		"resume without pause": `{"templateID":"base","allow_internet_access":false,"autoResume":{"enabled":true}}`,
+		"resume not an object": `{"templateID":"base","allow_internet_access":false,"autoPause":true,"autoResume":true}`,
+		"bad env name":         `{"templateID":"base","envVars":{"A=B":"1"}}`,
+		"empty body":           ``,
+		"huge metadata":        `{"templateID":"base","metadata":{"k":"` + strings.Repeat("x", 17<<10) + `"}}`,
+		"oversized body":       `{"templateID":"base","metadata":{"k":"` + strings.Repeat("x", 2<<20) + `"}}`,
+		"wrong type":           `{"templateID":"base","timeout":"soon"}`,
+		"metadata not string":  `{"templateID":"base","metadata":{"k":1}}`,
 	} {
 		r := e.do(t, http.MethodPost, "/v2/sandboxes", keyA, body)
 		if r.status != http.StatusBadRequest {

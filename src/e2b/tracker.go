@@ -26,9 +26,12 @@ type record struct {
 	internet   *bool
 	// autoPause is e2b's onTimeout "pause": see autoPauser.
 	autoPause bool
-	deadline  time.Time
-	index     int // in the expiry heap
-	id        string
+	// autoResume lets data-plane traffic wake the sandbox once paused
+	// (sandbox.LabelAutoResume).
+	autoResume bool
+	deadline   time.Time
+	index      int // in the expiry heap
+	id         string
 }
 
 // tracker caches records by canonical sandbox id, bounded: a record goes

@@ -104,17 +104,25 @@ type listedSandbox struct {
 
 type sandboxDetail struct {
 	listedSandbox
-	AllowInternetAccess *bool  `json:"allowInternetAccess,omitempty"`
-	EnvdAccessToken     string `json:"envdAccessToken,omitempty"`
-	Domain              string `json:"domain"`
+	AllowInternetAccess *bool          `json:"allowInternetAccess,omitempty"`
+	EnvdAccessToken     string         `json:"envdAccessToken,omitempty"`
+	Domain              string         `json:"domain"`
+	Lifecycle           *lifecycleInfo `json:"lifecycle,omitempty"`
 }
 
-// sandboxMetric is e2b's SandboxMetric.
+// lifecycleInfo is e2b's SandboxLifecycle: what happens at the timeout,
+// and whether traffic wakes the sandbox once paused.
+type lifecycleInfo struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"`
+}
+
 // batchMetricsResponse is e2b's SandboxesWithMetrics.
 type batchMetricsResponse struct {
 	Sandboxes map[string]sandboxMetric `json:"sandboxes"`
 }
 
+// sandboxMetric is e2b's SandboxMetric.
 type sandboxMetric struct {
 	Timestamp     time.Time `json:"timestamp"`
 	TimestampUnix int64     `json:"timestampUnix"`

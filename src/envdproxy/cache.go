@@ -15,6 +15,9 @@ type owner struct {
 	// derived is the access token a client must present,
 	// envdtoken.Derive(secret, claim).
 	derived string
+	// wakes is e2b's autoResume, read from the sandbox's claim labels:
+	// traffic may wake it when it is paused (see sandbox.LabelAutoResume).
+	wakes bool
 }
 
 type cacheEntry struct {

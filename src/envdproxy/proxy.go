@@ -113,7 +113,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 			reply(w, http.StatusBadGateway, msgUnavailable)
 			return
 		}
-		relayToken = o.claim
+		// The sandbox's own token is sandboxd's active path, which wakes
+		// a paused sandbox: only for one created with autoResume. Any
+		// other goes through the fleet token's passive path, which a
+		// paused sandbox refuses, so it stays paused until connect.
+		relayToken = p.cfg.Token
+		if o.wakes {
+			relayToken = o.claim
+		}
 	}
 
 	var uploadLimit int64

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // TestWhatCrossesToTheGuest checks, from what the echo guest received,
@@ -139,10 +141,28 @@ func TestFailureTable(t *testing.T) {
 	if err != nil || !sb.Hibernated {
 		t.Fatalf("paused sandbox after a signed URL: hibernated=%v err=%v", sb.Hibernated, err)
 	}
-	// The sandbox's own token is the active path: it wakes.
+	// Nor does a request with the access token, unless the sandbox was
+	// created with autoResume: it stays paused until connect.
 	status, body, _ := e.do(http.MethodGet, host(echoPort, paused.ID), "/", nil, withToken(accessToken(paused.Token)))
+	if status != http.StatusBadGateway || !strings.Contains(string(body), "sandbox is paused") {
+		t.Fatalf("request with the token to a paused sandbox without autoResume: %d %s, want 502 sandbox is paused", status, body)
+	}
+	if sb, err := e.root(2).Sandbox(ctxT(t), paused.ID); err != nil || !sb.Hibernated {
+		t.Fatalf("a paused sandbox without autoResume after a request with its token: hibernated=%v err=%v", sb.Hibernated, err)
+	}
+	// With autoResume the sandbox's own token is the relay's: it wakes.
+	wakes, err := e.root(2).Claim(ctxT(t), sandboxd.ClaimRequest{Template: tmpl, ClaimRef: "default/wakes", NoRedirect: true,
+		Metadata: map[string]string{sandbox.LabelAutoResume: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.loc.publish(wakes.ID, e.fleet.Node(2).Addr())
+	if err := e.root(2).Hibernate(ctxT(t), wakes.ID); err != nil {
+		t.Fatal(err)
+	}
+	status, body, _ = e.do(http.MethodGet, host(echoPort, wakes.ID), "/", nil, withToken(accessToken(wakes.Token)))
 	if status != http.StatusOK {
-		t.Fatalf("request with the token to a paused sandbox: %d %s", status, body)
+		t.Fatalf("request with the token to a paused autoResume sandbox: %d %s", status, body)
 	}
 
 	t.Run("released while still published", func(t *testing.T) {

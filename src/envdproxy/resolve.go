@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -74,7 +75,7 @@ func (p *Proxy) readOwner(id, addr string) (owner, error) {
 	if sb.Token == "" {
 		return owner{}, errNoClaim
 	}
-	o := p.ownerOf(addr, sb.Token)
+	o := p.ownerOf(addr, sb.Token, sb.Metadata)
 	p.cache.put(id, o, p.cfg.Clock.Now())
 	return o, nil
 }
@@ -90,9 +91,10 @@ func (p *Proxy) askNodes(id string) (owner, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LookupTimeout)
 	defer cancel()
 	type answer struct {
-		addr  string
-		token string
-		err   error
+		addr   string
+		token  string
+		labels map[string]string
+		err    error
 	}
 	answers := make(chan answer, len(nodes))
 	for _, addr := range nodes {
@@ -107,7 +109,7 @@ func (p *Proxy) askNodes(id string) (owner, error) {
 				answers <- answer{addr: addr, err: err}
 				return
 			}
-			answers <- answer{addr: addr, token: sb.Token}
+			answers <- answer{addr: addr, token: sb.Token, labels: sb.Metadata}
 		}()
 	}
 	// Returning cancels the asks still in flight; the channel is buffered
@@ -123,7 +125,7 @@ func (p *Proxy) askNodes(id string) (owner, error) {
 		}
 		o := owner{addr: a.addr}
 		if a.token != "" {
-			o = p.ownerOf(a.addr, a.token)
+			o = p.ownerOf(a.addr, a.token, a.labels)
 		}
 		p.cache.put(id, o, p.cfg.Clock.Now())
 		return o, nil
@@ -134,8 +136,8 @@ func (p *Proxy) askNodes(id string) (owner, error) {
 	return owner{}, errUnknown
 }
 
-func (p *Proxy) ownerOf(addr, claim string) owner {
-	return owner{addr: addr, claim: claim, derived: envdtoken.Derive(p.cfg.Secret, claim)}
+func (p *Proxy) ownerOf(addr, claim string, labels map[string]string) owner {
+	return owner{addr: addr, claim: claim, derived: envdtoken.Derive(p.cfg.Secret, claim), wakes: sandbox.AutoResumes(labels)}
 }
 
 // node returns the fleet-token client of the node at addr. Addresses come

@@ -153,6 +153,26 @@ test('fork makes two sandboxes with the parent\'s files and metadata; the parent
   await parent.kill()
 })
 
+test('a paused sandbox stays paused under traffic; with autoResume, traffic wakes it', async () => {
+  const still = await create({ allowInternetAccess: false })
+  await still.files.write('kept.txt', 'kept across pause')
+  assert.equal(await still.pause(), true)
+  await assert.rejects(still.files.read('kept.txt'), 'traffic to a paused sandbox without autoResume is refused')
+  assert.equal((await still.getInfo()).state, 'paused', 'traffic woke a sandbox created without autoResume')
+  const again = await Sandbox.connect(still.sandboxId)
+  assert.equal(await again.files.read('kept.txt'), 'kept across pause')
+  await again.kill()
+
+  const woken = await create({ allowInternetAccess: false, timeoutMs: 600_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  assert.deepEqual((await woken.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true })
+  await woken.files.write('woken.txt', 'woken by traffic')
+  assert.equal(await woken.pause(), true)
+  assert.equal((await woken.getInfo()).state, 'paused')
+  assert.equal(await woken.files.read('woken.txt'), 'woken by traffic')
+  assert.equal((await woken.getInfo()).state, 'running', 'the request through the data plane woke it')
+  await woken.kill()
+})
+
 test('pausing a sandbox with internet access is refused, and it keeps running', async () => {
   const sbx = await create()
   await assert.rejects(sbx.pause(), (err) => err instanceof SandboxError && /allowInternetAccess: false/.test(err.message))

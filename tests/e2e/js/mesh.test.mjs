@@ -86,6 +86,21 @@ test('fork makes two sandboxes with the parent\'s files on the parent\'s node', 
   for (const sbx of [...children, parent]) assert.equal(await sbx.kill(), true)
 })
 
+test('through the in-process data plane a paused sandbox wakes on traffic only with autoResume', async () => {
+  const still = await Sandbox.create({ allowInternetAccess: false })
+  live.push(still)
+  assert.equal(await still.pause(), true)
+  await assert.rejects(still.commands.run('echo no'), 'traffic to a paused sandbox without autoResume is refused')
+  assert.equal((await still.getInfo()).state, 'paused')
+
+  const woken = await Sandbox.create({ allowInternetAccess: false, timeoutMs: 600_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  live.push(woken)
+  assert.equal(await woken.pause(), true)
+  assert.equal((await woken.commands.run('echo woke')).stdout, 'woke\n')
+  assert.equal((await woken.getInfo()).state, 'running')
+  for (const sbx of [still, woken]) assert.equal(await sbx.kill(), true)
+})
+
 test('kill releases a sandbox on its node', async () => {
   const sbx = await Sandbox.create()
   const owner = await ownerOf(sbx.sandboxId)
