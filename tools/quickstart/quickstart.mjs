@@ -9,7 +9,8 @@
 // command, shows who and where the command runs (its own machine: /home/user,
 // user, the sandbox's hostname), writes and reads back a file, starts a web
 // server in the sandbox and fetches a page from it through the data plane,
-// and kills the sandbox. Then it builds a template of its own with
+// and kills the sandbox. It creates a sandbox that pauses at its timeout
+// and is woken by the next request. Then it builds a template of its own with
 // Template.build (from "base", copying a local file in and running a
 // command), starts a sandbox from it, reads what the build left there, and
 // deletes the template. It exits non-zero if any step does not do what it
@@ -68,6 +69,31 @@ try {
 } finally {
   await sbx.kill()
   console.log(`killed sandbox ${sbx.sandboxId}`)
+}
+
+// A sandbox paused at its timeout and woken by a request: with lifecycle
+// onTimeout 'pause' and autoResume (the isolated lane, allowInternetAccess
+// false, is the one that pauses), the timeout pauses it with its files, and
+// the next request through the data plane wakes it.
+const napper = await Sandbox.create({
+  allowInternetAccess: false,
+  timeoutMs: 8_000,
+  lifecycle: { onTimeout: 'pause', autoResume: true },
+})
+try {
+  await napper.files.write('/home/user/nap.txt', 'kept while paused')
+  const until = Date.now() + 60_000
+  while ((await napper.getInfo()).state !== 'paused') {
+    check(Date.now() < until, 'the sandbox was not paused at its timeout')
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  console.log(`sandbox ${napper.sandboxId} paused at its timeout`)
+  const kept = await napper.files.read('/home/user/nap.txt')
+  const state = (await napper.getInfo()).state
+  console.log(`a request woke it: the file holds "${kept}", the sandbox is ${state}`)
+  check(kept === 'kept while paused' && state === 'running', `after the request: ${JSON.stringify(kept)}, ${state}`)
+} finally {
+  await napper.kill()
 }
 
 // A template of your own: built from "base" with a local file copied in

@@ -141,7 +141,9 @@ func TestInstallOnARealNode(t *testing.T) {
 		"E2B_API_KEY=" + st.APIKey,
 	}, "quickstart.mjs")
 	for _, want := range []string{"command said: hello from the sandbox", "inside the sandbox: cwd /home/user, user user, hostname sb-",
-		"holds: written by the quickstart", "port 8000 served: hello from a web server in the sandbox", "killed sandbox"} {
+		"holds: written by the quickstart", "port 8000 served: hello from a web server in the sandbox", "killed sandbox",
+		"paused at its timeout", `a request woke it: the file holds "kept while paused", the sandbox is running`,
+		"sandbox from the template holds: hello from a template / HELLO FROM A TEMPLATE", "deleted template quickstart"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}

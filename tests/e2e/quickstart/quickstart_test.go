@@ -34,6 +34,7 @@ func TestQuickstartAgainstLocalSystem(t *testing.T) {
 	for _, want := range []string{"created sandbox sb-", "command said: hello from the sandbox",
 		"inside the sandbox: cwd /home/user, user user, hostname sb-", "holds: written by the quickstart",
 		"port 8000 served: hello from a web server in the sandbox", "killed sandbox sb-",
+		"paused at its timeout", `a request woke it: the file holds "kept while paused", the sandbox is running`,
 		"built template quickstart (", "sandbox from the template holds: hello from a template / HELLO FROM A TEMPLATE",
 		"deleted template quickstart"} {
 		if !strings.Contains(out, want) {
