@@ -19,6 +19,9 @@ const (
 	rowsRecheck = 200 * time.Millisecond
 	// rowsTimeout bounds one node's read.
 	rowsTimeout = 5 * time.Second
+	// claimSkew is how far replicas' clocks may disagree on when a
+	// sandbox was claimed.
+	claimSkew = time.Second
 )
 
 // nodeRows caches the claim labels of the sandboxes on each node, read
@@ -42,8 +45,11 @@ func newNodeRows(f Fleet, clk clock.PassiveClock) *nodeRows {
 }
 
 // labels returns the claim labels of sandbox id on the node at addr;
-// found is false when the node does not list it.
-func (n *nodeRows) labels(ctx context.Context, addr, id string) (map[string]string, bool, error) {
+// found is false when the node does not list it. claimedAt is when the
+// sandbox was claimed, as far as the caller knows: a read from before then
+// (within clock skew) cannot list it, so it is read again however recent,
+// which is how a sandbox another replica just created shows its labels.
+func (n *nodeRows) labels(ctx context.Context, addr, id string, claimedAt time.Time) (map[string]string, bool, error) {
 	n.mu.Lock()
 	rd := n.nodes[addr]
 	if rd == nil {
@@ -58,7 +64,7 @@ func (n *nodeRows) labels(ctx context.Context, addr, id string) (map[string]stri
 	if l, ok := rd.labels[id]; ok && age < rowsTTL {
 		return l, true, nil
 	}
-	if rd.labels != nil && age < rowsRecheck {
+	if rd.labels != nil && age < rowsRecheck && rd.at.After(claimedAt.Add(claimSkew)) {
 		return nil, false, nil
 	}
 	cl, err := n.fleet.Client(addr)

@@ -16,7 +16,7 @@ func (s *Server) recordOf(ctx context.Context, sb fleet.Sandbox) (record, bool) 
 	}
 	labels := sb.Metadata
 	if labels == nil {
-		l, found, err := s.rows.labels(ctx, sb.NodeAddr, sb.ID)
+		l, found, err := s.rows.labels(ctx, sb.NodeAddr, sb.ID, sb.ClaimedAt)
 		if err != nil {
 			s.log.Debug("e2b: reading a sandbox's labels from its node failed", "sandbox", sb.ID, "err", err)
 			return record{}, false

@@ -12,17 +12,19 @@ func TestOrder(t *testing.T) {
 	warm := func(name string, n int) Node {
 		return Node{Name: name, Addr: name + ":7777", Warm: map[sandbox.PoolKey]int{key.WithDefaults(): n}}
 	}
-	nodes := []Node{warm("cold", 0), warm("a", 3), {Name: "noaddr", Warm: map[sandbox.PoolKey]int{key.WithDefaults(): 9}}, warm("b", 1)}
+	// "drained" keeps a pool of key with none warm now; "cold" keeps none.
+	cold := Node{Name: "cold", Addr: "cold:7777", Warm: map[sandbox.PoolKey]int{{Template: "other"}: 5}}
+	nodes := []Node{cold, warm("drained", 0), warm("a", 3), {Name: "noaddr", Warm: map[sandbox.PoolKey]int{key.WithDefaults(): 9}}, warm("b", 1)}
 	rng := rand.New(rand.NewPCG(7, 7))
 	firsts := map[string]int{}
 	for range 1000 {
 		got := Order(nodes, key, false, rng)
-		if len(got) != 2 || got[0].Name == "cold" || got[1].Name == "cold" {
-			t.Fatalf("Order without cold = %v", got)
+		if len(got) != 3 || got[2].Name != "drained" {
+			t.Fatalf("Order without cold = %v, want the two warm nodes, then the drained pool (it refills, and clones on a miss)", got)
 		}
 		firsts[got[0].Name]++
 		withCold := Order(nodes, key, true, rng)
-		if len(withCold) != 3 || withCold[2].Name != "cold" {
+		if len(withCold) != 4 || withCold[2].Name != "drained" || withCold[3].Name != "cold" {
 			t.Fatalf("Order with cold = %v", withCold)
 		}
 	}

@@ -143,7 +143,8 @@ func TestE2BReadYourWritesAcrossReplicas(t *testing.T) {
 		var r e2bReply
 		eventually(t, a.name+" creates an e2b sandbox", func() (bool, string) {
 			var err error
-			r, err = a.call(ctx, http.MethodPost, "/sandboxes", map[string]any{"templateID": "base", "timeout": e2bTimeout, "allow_internet_access": false})
+			r, err = a.call(ctx, http.MethodPost, "/sandboxes", map[string]any{"templateID": "base", "timeout": e2bTimeout, "allow_internet_access": false,
+				"metadata": map[string]string{"suite": "replicas"}})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -171,7 +172,8 @@ func TestE2BReadYourWritesAcrossReplicas(t *testing.T) {
 		id := created.str("sandboxID")
 		got, err := b.call(ctx, http.MethodGet, "/sandboxes/"+id, nil)
 		expect(err == nil && got.code == http.StatusOK && got.str("sandboxID") == id, "getInfo %s at %s right after its create at %s: %v %v", id, b.name, a.name, got, err)
-		list, err := b.call(ctx, http.MethodGet, "/v2/sandboxes", nil)
+		// Filtered by metadata, which the other replica reads off the node.
+		list, err := b.call(ctx, http.MethodGet, "/v2/sandboxes?metadata=suite%3Dreplicas", nil)
 		listed := false
 		for _, sb := range list.list {
 			listed = listed || sb["sandboxID"] == id
