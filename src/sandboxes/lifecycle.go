@@ -49,7 +49,12 @@ func (s *Service) Delete(ctx context.Context, namespace, name string) (*agentsv1
 	if s.cfg.Names != nil {
 		// Only a release this call made frees the name: after a NotFound
 		// the name may already belong to a newer create.
-		if err := s.cfg.Names.Free(ctx, cur.entry.Key()); err != nil {
+		// Bounded like a node call: with the API down a delete answers
+		// after this wait rather than after the request's whole timeout.
+		freeCtx, cancel := context.WithTimeout(ctx, s.cfg.NodeTimeout)
+		err := s.cfg.Names.Free(freeCtx, cur.entry.Key())
+		cancel()
+		if err != nil {
 			// The sandbox is gone either way; the hold lapses on its own
 			// within the hold TTL, and until then a create of the name
 			// through another replica answers 409.
