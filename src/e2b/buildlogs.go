@@ -48,19 +48,12 @@ func (s *Server) buildLogs(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "level must be one of debug, info, warn, error")
 		return
 	}
-	id, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	out := buildLogsResponse{Logs: []buildLogEntry{}}
-	b, ok := s.builds.Get(id, buildID)
-	if !ok || b.Namespace != c.namespace {
-		p, found, err := s.catalog.lookup(r.Context(), c.namespace, id)
-		if err != nil {
-			s.fleetError(w, err, "read the build")
-			return
-		}
-		if !found || p.TemplateID != id || build.PublishedBuildID(p.Digest) != buildID {
-			writeError(w, http.StatusNotFound, "build not found")
-			return
-		}
+	b, ok := s.lookupBuild(w, r, c)
+	if !ok {
+		return
+	}
+	if b == nil {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}

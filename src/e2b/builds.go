@@ -273,19 +273,11 @@ func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	id, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	b, ok := s.builds.Get(id, buildID)
-	if !ok || b.Namespace != c.namespace {
-		// Built by another replica or before a restart: a published
-		// template answers for its own build, without logs.
-		p, found, err := s.catalog.lookup(r.Context(), c.namespace, id)
-		if err != nil {
-			s.fleetError(w, err, "read the build")
-			return
-		}
-		if !found || p.TemplateID != id || build.PublishedBuildID(p.Digest) != buildID {
-			writeError(w, http.StatusNotFound, "build not found")
-			return
-		}
+	b, ok := s.lookupBuild(w, r, c)
+	if !ok {
+		return
+	}
+	if b == nil {
 		writeJSON(w, http.StatusOK, buildInfo{TemplateID: id, BuildID: buildID, Status: string(build.Ready), Logs: []string{}, LogEntries: []buildLogEntry{}})
 		return
 	}
@@ -307,6 +299,27 @@ func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// lookupBuild finds the build the path names in the caller's namespace.
+// A build another replica ran, or this one before a restart, is known only
+// by the template it published: b is nil then, and the build is ready
+// with no logs. ok is false once an error has been answered.
+func (s *Server) lookupBuild(w http.ResponseWriter, r *http.Request, c caller) (b *build.Build, ok bool) {
+	id, buildID := r.PathValue("templateID"), r.PathValue("buildID")
+	if b, found := s.builds.Get(id, buildID); found && b.Namespace == c.namespace {
+		return b, true
+	}
+	p, found, err := s.catalog.lookup(r.Context(), c.namespace, id)
+	if err != nil {
+		s.fleetError(w, err, "read the build")
+		return nil, false
+	}
+	if !found || p.TemplateID != id || build.PublishedBuildID(p.Digest) != buildID {
+		writeError(w, http.StatusNotFound, "build not found")
+		return nil, false
+	}
+	return nil, true
 }
 
 var levelRank = map[string]int{build.LevelDebug: 0, build.LevelInfo: 1, build.LevelWarn: 2, build.LevelError: 3}
