@@ -2,6 +2,7 @@ package sandboxes
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
@@ -51,9 +52,33 @@ func (v fleetView) List(_ context.Context, namespace string) ([]fleet.Sandbox, e
 }
 
 // Find implements fleet.View: the inventory's id index names the object,
-// whose current view includes this replica's recent writes; a sandbox the
-// inventory does not show yet (just claimed here) is found among them.
-func (v fleetView) Find(_ context.Context, namespace, id string) (fleet.Sandbox, error) {
+// whose current view includes the recent writes of this replica and its
+// peers; a sandbox the inventory does not show yet is found among them,
+// and one neither shows is asked of the nodes (see nodeLookup) and shown
+// from then on, as the node will publish it.
+func (v fleetView) Find(ctx context.Context, namespace, id string) (fleet.Sandbox, error) {
+	sb, err := v.findInView(namespace, id)
+	if !errors.Is(err, fleet.ErrNotFound) {
+		return sb, err
+	}
+	sb, err = v.s.lookup.find(ctx, v.s, namespace, id)
+	if err != nil {
+		return fleet.Sandbox{}, err
+	}
+	v.s.mu.Lock()
+	if _, gone := v.s.released[sb.ID]; gone {
+		v.s.mu.Unlock()
+		return fleet.Sandbox{}, fleet.ErrNotFound
+	}
+	if cur, ok := v.s.currentLocked(sb.ClaimRef.String()); !ok || cur.entry.ID != sb.ID {
+		v.s.overlayLocked(view{entry: entryOf(sb)}, false, v.s.cfg.Clock.Now())
+	}
+	v.s.mu.Unlock()
+	return sb, nil
+}
+
+// findInView is Find over the view alone.
+func (v fleetView) findInView(namespace, id string) (fleet.Sandbox, error) {
 	s := v.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

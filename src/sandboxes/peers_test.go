@@ -190,3 +190,34 @@ func TestPeerWritesAreCheckedAgainstTheInventory(t *testing.T) {
 		t.Fatalf("a released sandbox came back with a later write of it: %v", err)
 	}
 }
+
+// TestLookupByIDAsksTheNodes: a sandbox created through a replica that
+// could not tell this one (it started since) is found by id on its node,
+// and shown from then on; an id no node holds is not found.
+func TestLookupByIDAsksTheNodes(t *testing.T) {
+	p := newReplicaPair(t, false)
+	ctx := context.Background()
+	if _, err := p.a.Create(ctx, newSandbox("team", "elsewhere", "base")); err != nil {
+		t.Fatal(err)
+	}
+	cl, _, ok := p.e.entry("team/elsewhere")
+	if !ok {
+		t.Fatal("the create left no claim on the fleet")
+	}
+	if _, err := p.b.Get(ctx, "team", "elsewhere"); !apierrors.IsNotFound(err) {
+		t.Fatalf("before any lookup, b already shows a sandbox it was never told of: %v", err)
+	}
+	sb, err := p.b.Fleet().Find(ctx, "team", cl.ID)
+	if err != nil || sb.Name != "elsewhere" {
+		t.Fatalf("lookup by id on b: %+v, %v", sb, err)
+	}
+	if _, err := p.b.Fleet().Find(ctx, "other", cl.ID); err == nil {
+		t.Fatal("a lookup in another namespace found the sandbox")
+	}
+	if _, err := p.b.Get(ctx, "team", "elsewhere"); err != nil {
+		t.Fatalf("after the lookup b does not show the sandbox: %v", err)
+	}
+	if _, err := p.b.Fleet().Find(ctx, "team", "sb_0123456789abcdef0123"); err == nil {
+		t.Fatal("an id no node holds was found")
+	}
+}

@@ -116,6 +116,7 @@ type Service struct {
 	cfg         Config
 	inv         Inventory
 	fleet       *fleet.Fleet
+	lookup      *nodeLookup
 	unsubscribe func()
 	stopped     chan struct{}
 	stopOnce    sync.Once
@@ -180,6 +181,7 @@ func New(cfg Config) (*Service, error) {
 		creating: map[string]struct{}{},
 		shown:    map[string]shownView{},
 		history:  newHistory(cfg.History),
+		lookup:   newNodeLookup(),
 		watchers: map[*watcher]struct{}{},
 	}
 	f, err := fleet.New(fleet.Config{
