@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func TestSharesQueuedDuringABatchGoTogether(t *testing.T) {
 		wg.Go(func() { s.Share(write("sb_more" + strconv.Itoa(i))) })
 	}
 	for s.queuedLen() < 50 {
-		time.Sleep(time.Millisecond)
+		runtime.Gosched() // a condition, not a duration: the 50 Shares queue behind the held batch
 	}
 	close(slow)
 	wg.Wait()

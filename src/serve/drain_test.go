@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -16,11 +17,10 @@ func TestDrainReportsFirstAndStopsAfterTheDelay(t *testing.T) {
 	}
 	sent := time.Now()
 	send()
+	// Draining is set by the signal's AfterFunc; the parts' context is
+	// still live then, for the delay.
 	for !d.Draining() {
-		if time.Since(sent) > 10*time.Second {
-			t.Fatal("not draining after the signal")
-		}
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 	}
 	if d.Context().Err() != nil {
 		t.Fatal("the parts were stopped at the signal, before the delay")

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -158,14 +157,8 @@ func TestE2BReadYourWritesAcrossReplicas(t *testing.T) {
 		create(a)
 	}
 
-	var wrong []string
-	pairs := 0
-	expect := func(ok bool, format string, args ...any) {
-		pairs++
-		if !ok {
-			wrong = append(wrong, fmt.Sprintf(format, args...))
-		}
-	}
+	var tally pairTally
+	expect := tally.expect
 	for i := range 4 {
 		a, b := apis[i%2], apis[1-i%2]
 		created := create(a)
@@ -205,13 +198,5 @@ func TestE2BReadYourWritesAcrossReplicas(t *testing.T) {
 		got, err = a.call(ctx, http.MethodGet, "/sandboxes/"+id, nil)
 		expect(err == nil && got.code == http.StatusNotFound, "getInfo %s at %s right after its kill at %s: %v %v", id, a.name, b.name, got, err)
 	}
-	for j, p := range pair {
-		if err := p.ExitErr(); err != nil {
-			t.Fatalf("replica %d died: %v", j, err)
-		}
-	}
-	t.Logf("%d e2b read-after-write pairs across two replicas, nodes publishing every %v: %d wrong", pairs, slowPublish, len(wrong))
-	if len(wrong) > 0 {
-		t.Fatalf("e2b calls that missed the other replica's write:\n%s", strings.Join(wrong, "\n"))
-	}
+	tally.report(t, "e2b read-after-write", pair)
 }

@@ -41,14 +41,8 @@ func TestReadYourWritesAcrossReplicas(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var wrong []string
-	pairs := 0
-	expect := func(ok bool, format string, args ...any) {
-		pairs++
-		if !ok {
-			wrong = append(wrong, fmt.Sprintf(format, args...))
-		}
-	}
+	var tally pairTally
+	expect := tally.expect
 	for i := range 6 {
 		writer, reader := apis[i%2], apis[1-i%2]
 		name := fmt.Sprintf("raw-%d", i)
@@ -78,13 +72,33 @@ func TestReadYourWritesAcrossReplicas(t *testing.T) {
 		expect(err == nil && got.Code == http.StatusOK && again.Object != nil && got.Object.UID == again.Object.UID,
 			"get %s at %s right after its second create at %s: %v %v", name, reader.r.name, writer.r.name, got, err)
 	}
-	for j, p := range pair {
-		if err := p.ExitErr(); err != nil {
+	tally.report(t, "read-after-write", pair)
+}
+
+// pairTally counts read-after-write pairs across replicas and keeps the
+// ones whose read missed the write.
+type pairTally struct {
+	pairs int
+	wrong []string
+}
+
+func (p *pairTally) expect(ok bool, format string, args ...any) {
+	p.pairs++
+	if !ok {
+		p.wrong = append(p.wrong, fmt.Sprintf(format, args...))
+	}
+}
+
+// report fails t with every wrong pair, once the replicas are checked alive.
+func (p *pairTally) report(t *testing.T, what string, pair replicaPair) {
+	t.Helper()
+	for j, r := range pair {
+		if err := r.ExitErr(); err != nil {
 			t.Fatalf("replica %d died: %v", j, err)
 		}
 	}
-	t.Logf("%d read-after-write pairs across two replicas, nodes publishing every %v: %d wrong", pairs, slowPublish, len(wrong))
-	if len(wrong) > 0 {
-		t.Fatalf("reads that missed the other replica's write:\n%s", strings.Join(wrong, "\n"))
+	t.Logf("%d %s pairs across two replicas, nodes publishing every %v: %d wrong", p.pairs, what, slowPublish, len(p.wrong))
+	if len(p.wrong) > 0 {
+		t.Fatalf("%s reads that missed the other replica's write:\n%s", what, strings.Join(p.wrong, "\n"))
 	}
 }
