@@ -47,7 +47,7 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 	b.Log(stepBase, build.LevelInfo, fmt.Sprintf("Claiming a sandbox of %s", describeBase(def.template)))
 	ref := sandbox.ClaimRef{Namespace: b.Namespace, Name: buildClaimPrefix + strings.ToLower(rand.Text()[:16])}
 	ttl := int(max(s.builds.Timeout()/time.Second, 1))
-	claimed, err := s.claimSource(ctx, ref, def.base, key, ttl, nil)
+	claimed, err := s.claimSource(ctx, ref, def.base, key, ttl, nil, claimTerms{})
 	if err != nil {
 		return &build.Failure{Step: stepBase, Message: "could not claim a sandbox of the base: " + s.buildErr(err)}
 	}
@@ -70,22 +70,43 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 		}
 		return &build.Failure{Step: stepFinalize, Message: s.buildErr(err)}
 	}
-	name := build.PublishedName(b.Namespace, b.Name)
 	b.Log(stepFinalize, build.LevelInfo, "Publishing the template")
-	res, err := node.Promote(ctx, claimed.ID, sandboxd.PromoteRequest{Token: claimed.Token, Template: name})
-	if err != nil {
-		return &build.Failure{Step: stepFinalize, Message: "publishing the template failed: " + s.buildErr(err)}
+	for _, tag := range b.Tags {
+		res, err := s.publishTag(ctx, node, claimed, b.Namespace, b.Name, tag, b.ID)
+		if err != nil {
+			return &build.Failure{Step: stepFinalize, Message: fmt.Sprintf("publishing tag %s of the template failed: %s", tag, s.buildErr(err))}
+		}
+		s.dropOtherCopies(ctx, res.Key, res.ContentDigest, claimed.NodeAddr, func(err error) {
+			b.Log(stepFinalize, build.LevelWarn, "An earlier build of the template could not be removed from one node; it is replaced there on its next build")
+			s.log.Warn("e2b: removing an earlier template build failed", "template", b.TemplateID, "err", err)
+		})
+		b.Log(stepFinalize, build.LevelInfo, fmt.Sprintf("Template %s:%s published (%s)", b.Name, tag, res.ContentDigest))
 	}
-	s.dropOtherCopies(ctx, b, res.Key, res.ContentDigest, claimed.NodeAddr)
 	s.catalog.invalidate()
-	b.Log(stepFinalize, build.LevelInfo, fmt.Sprintf("Template %s published (%s)", b.Name, res.ContentDigest))
 	return nil
 }
 
-// dropOtherCopies deletes the template's earlier builds from nodes other
-// than owner, each only while it still has the digest it was read with,
-// so a rebuild leaves one template behind, not one per node it ran on.
-func (s *Server) dropOtherCopies(ctx context.Context, b *build.Build, key sandbox.PoolKey, digest, owner string) {
+// publishTag promotes the claimed sandbox as tag of the namespace's
+// template name and labels the result with the build it holds. A label
+// that cannot be written leaves the tag published with a build id derived
+// from its digest, which is what it reports then.
+func (s *Server) publishTag(ctx context.Context, node *sandboxd.Client, claimed fleet.Claimed, namespace, name, tag, buildID string) (*sandboxd.PromoteResult, error) {
+	res, err := node.Promote(ctx, claimed.ID, sandboxd.PromoteRequest{Token: claimed.Token, Template: build.PublishedName(namespace, name, tag)})
+	if err != nil {
+		return nil, fmt.Errorf("promote: %w", err)
+	}
+	if err := node.SetTemplateLabels(ctx, res.Key, map[string]string{buildLabel: buildID}, res.ContentDigest); err != nil {
+		s.log.Warn("e2b: labelling a published tag with its build failed", "template", res.Key.Template, "err", err)
+	}
+	return res, nil
+}
+
+// dropOtherCopies deletes a published template's earlier copies from
+// nodes other than owner, each only while it still has the digest it was
+// read with, so a rebuild or a moved tag leaves one template behind, not
+// one per node it ran on. failed hears of a copy that could not be
+// removed; it is replaced there on the next publish.
+func (s *Server) dropOtherCopies(ctx context.Context, key sandbox.PoolKey, digest, owner string, failed func(error)) {
 	nodes, err := s.fleet.Nodes()
 	if err != nil {
 		return
@@ -103,8 +124,7 @@ func (s *Server) dropOtherCopies(ctx context.Context, b *build.Build, key sandbo
 				continue
 			}
 			if err := n.DeleteTemplate(ctx, t.Key, t.ContentDigest); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
-				b.Log(stepFinalize, build.LevelWarn, "An earlier build of the template could not be removed from one node; it is replaced there on its next build")
-				s.log.Warn("e2b: removing an earlier template build failed", "template", b.TemplateID, "node", n.Addr(), "err", err)
+				failed(fmt.Errorf("node %s: %w", n.Addr(), err))
 			}
 		}
 	}

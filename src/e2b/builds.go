@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
@@ -30,9 +31,6 @@ var filesHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // routes answering with what turns them on.
 func (s *Server) buildRoutes() []route {
 	var rs []route
-	for _, p := range []string{"POST /templates/tags", "DELETE /templates/tags"} {
-		rs = append(rs, s.keyed(p, unsupportedTags))
-	}
 	builds := []struct {
 		pattern string
 		handler handlerFunc
@@ -70,16 +68,10 @@ func (s *Server) requestBuild(w http.ResponseWriter, r *http.Request, c caller) 
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	name := cmp.Or(req.Name, req.Alias)
-	if err := build.ValidName(name); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid template name: "+err.Error())
+	name, tags, msg := buildNameAndTags(cmp.Or(req.Name, req.Alias), req.Tags, c.namespace)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
 		return
-	}
-	for _, t := range req.Tags {
-		if t != "default" {
-			writeError(w, http.StatusBadRequest, "template tags are not supported by this server: build each version under its own name")
-			return
-		}
 	}
 	if _, ok := s.cfg.Aliases[name]; ok {
 		writeError(w, http.StatusConflict, fmt.Sprintf("%q is an alias of the server's alias file; build under another name", name))
@@ -89,7 +81,7 @@ func (s *Server) requestBuild(w http.ResponseWriter, r *http.Request, c caller) 
 		writeError(w, http.StatusBadRequest, "cpuCount and memoryMB must be positive")
 		return
 	}
-	spec := build.Spec{Namespace: c.namespace, Name: name, TemplateID: build.TemplateID(c.namespace, name)}
+	spec := build.Spec{Namespace: c.namespace, Name: name, TemplateID: build.TemplateID(c.namespace, name), Tags: tags}
 	if req.CPUCount != nil {
 		spec.CPUCount = *req.CPUCount
 	}
@@ -110,8 +102,37 @@ func (s *Server) requestBuild(w http.ResponseWriter, r *http.Request, c caller) 
 		return
 	}
 	writeJSON(w, http.StatusAccepted, templateRequestResponse{
-		TemplateID: b.TemplateID, BuildID: b.ID, Names: []string{name}, Aliases: []string{name}, Tags: []string{"default"},
+		TemplateID: b.TemplateID, BuildID: b.ID, Names: []string{name}, Aliases: []string{name}, Tags: tags,
 	})
+}
+
+// maxBuildTags bounds the tags one build publishes under: each is a
+// promoted template on the node.
+const maxBuildTags = 8
+
+// buildNameAndTags reads a build request's "name[:tag]" and extra tags
+// into the template name and the tags the build publishes under, the
+// name's own tag (or the default one) first; msg says what is wrong.
+func buildNameAndTags(ref string, extra []string, namespace string) (name string, tags []string, msg string) {
+	name, tag := build.SplitRef(ref)
+	if err := build.ValidName(name); err != nil {
+		return "", nil, "invalid template name: " + err.Error()
+	}
+	for _, t := range append([]string{tag}, extra...) {
+		if err := build.ValidTag(t); err != nil {
+			return "", nil, fmt.Sprintf("invalid template tag %q: %v", t, err)
+		}
+		if err := build.CheckPublished(namespace, name, t); err != nil {
+			return "", nil, err.Error()
+		}
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	if len(tags) > maxBuildTags {
+		return "", nil, fmt.Sprintf("a build takes at most %d tags", maxBuildTags)
+	}
+	return name, tags, ""
 }
 
 // ownBuild finds the path's build in the caller's namespace; another

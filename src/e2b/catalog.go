@@ -1,9 +1,11 @@
 package e2b
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,9 +33,19 @@ const (
 	catalogNodeTimeout = 5 * time.Second
 )
 
-// published is one template a build published, as the nodes report it.
+// buildLabel is the sandboxd template label that records which build a
+// published tag holds, so every replica reports the same build id for a
+// tag and a tag assigned to an existing build keeps that build's id.
+const buildLabel = "e2b.build"
+
+// published is one tag of a template a build published, as the nodes
+// report it: each tag is its own promoted template on sandboxd.
 type published struct {
 	Namespace, Name, TemplateID string
+	Tag                         string
+	// BuildID is the build the tag holds: the buildLabel, or for a
+	// template published without one, derived from its digest.
+	BuildID string
 	// Key is the sandboxd key claims of it use.
 	Key    sandbox.PoolKey
 	Digest string
@@ -143,12 +155,12 @@ func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, e
 			mu.Lock()
 			defer mu.Unlock()
 			for _, t := range info.Templates {
-				ns, name, ok := build.ParsePublished(t.Key.Template)
+				ns, name, tag, ok := build.ParsePublished(t.Key.Template)
 				if !ok {
 					continue
 				}
 				id := build.TemplateID(ns, name)
-				p := items[id]
+				p := items[tagKey(id, tag)]
 				// Two nodes holding one name disagree only while a build
 				// replaces it; the newest is the template.
 				if p == nil || t.CreatedAt.After(p.Created) {
@@ -157,10 +169,11 @@ func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, e
 						holders = p.Holders
 					}
 					p = &published{
-						Namespace: ns, Name: name, TemplateID: id, Key: t.Key.WithDefaults(), Digest: t.ContentDigest,
+						Namespace: ns, Name: name, TemplateID: id, Tag: tag, BuildID: cmp.Or(t.Labels[buildLabel], build.PublishedBuildID(t.ContentDigest)),
+						Key: t.Key.WithDefaults(), Digest: t.ContentDigest,
 						Holders: holders, Created: t.CreatedAt, CPUCount: t.CPUCount, MemoryMB: int(t.MemTotalBytes >> 20),
 					}
-					items[id] = p
+					items[tagKey(id, tag)] = p
 				}
 				if t.ContentDigest == p.Digest {
 					p.Holders = append(p.Holders, n.Addr())
@@ -180,19 +193,24 @@ func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, e
 // missing from: it may be on that node.
 var errCatalogPartial = fmt.Errorf("a node holding the template may be unreachable: %w", sandboxd.ErrUnavailable)
 
-// lookup finds the template of namespace named by ref: its name or its
-// id. A template that is not found while some node could not be read is
-// errCatalogPartial, not a miss.
+// tagKey is a published tag's key in a catalog read.
+func tagKey(templateID, tag string) string { return templateID + ":" + tag }
+
+// lookup finds the published tag of namespace that ref names: a name or
+// an id, with ":tag" or without (the default tag). A tag that is not
+// found while some node could not be read is errCatalogPartial, not a
+// miss.
 func (c *catalog) lookup(ctx context.Context, namespace, ref string) (*published, bool, error) {
 	items, partial, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	if p := items[ref]; p != nil && p.Namespace == namespace {
+	base, tag := build.SplitRef(ref)
+	if p := items[tagKey(base, tag)]; p != nil && p.Namespace == namespace {
 		return p, true, nil
 	}
-	if build.ValidName(ref) == nil {
-		if p := items[build.TemplateID(namespace, ref)]; p != nil && p.Namespace == namespace {
+	if build.ValidName(base) == nil {
+		if p := items[tagKey(build.TemplateID(namespace, base), tag)]; p != nil && p.Namespace == namespace {
 			return p, true, nil
 		}
 	}
@@ -202,18 +220,47 @@ func (c *catalog) lookup(ctx context.Context, namespace, ref string) (*published
 	return nil, false, nil
 }
 
-// list returns namespace's templates, by name.
+// tags returns every published tag of the namespace's template named by
+// ref (its name or id, without a tag), by tag.
+func (c *catalog) tags(ctx context.Context, namespace, ref string) ([]*published, error) {
+	items, partial, err := c.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := ref
+	if build.ValidName(ref) == nil {
+		id = build.TemplateID(namespace, ref)
+	}
+	var out []*published
+	for _, p := range items {
+		if p.Namespace == namespace && (p.TemplateID == ref || p.TemplateID == id) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 && partial {
+		return nil, errCatalogPartial
+	}
+	slices.SortFunc(out, func(a, b *published) int { return strings.Compare(a.Tag, b.Tag) })
+	return out, nil
+}
+
+// list returns namespace's templates, by name: one row each, its default
+// tag, or its newest tag when the default was removed.
 func (c *catalog) list(ctx context.Context, namespace string) ([]*published, error) {
 	items, _, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []*published
+	byID := map[string]*published{}
 	for _, p := range items {
-		if p.Namespace == namespace {
-			out = append(out, p)
+		if p.Namespace != namespace {
+			continue
+		}
+		if q := byID[p.TemplateID]; q == nil || q.Tag != build.DefaultTag && (p.Tag == build.DefaultTag || p.Created.After(q.Created)) {
+			byID[p.TemplateID] = p
 		}
 	}
+	out := slices.Collect(maps.Values(byID))
 	slices.SortFunc(out, func(a, b *published) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

@@ -52,15 +52,6 @@ type Config struct {
 	RequestTimeout time.Duration
 	// InitTimeout bounds the envd /init call that hands over env vars.
 	InitTimeout time.Duration
-	// AutoPauseLead is how long before an autoPause sandbox's timeout the
-	// surface hibernates it, so the node never reaches the lease's end.
-	AutoPauseLead time.Duration
-	// AutoPauseRetention is the lease an auto-paused sandbox gets: how long
-	// it is kept paused (the node clamps it to its max_ttl).
-	AutoPauseRetention time.Duration
-	// AutoPauseSweep is how often every replica looks on the nodes for
-	// auto-pause sandboxes whose timeout is near (see sweepAutoPauses).
-	AutoPauseSweep time.Duration
 	// CreateRate is how many creates per second one client (an API key;
 	// an anonymous caller's source address) sustains, and CreateBurst how
 	// many it may make at once beyond that. MaxSandboxes caps the live
@@ -80,13 +71,10 @@ type Config struct {
 
 // Defaults of Config's tuning fields.
 const (
-	DefaultMaxTracked         = 100000
-	DefaultRetryAfterSeconds  = 1
-	DefaultRequestTimeout     = 60 * time.Second
-	DefaultInitTimeout        = 15 * time.Second
-	DefaultAutoPauseLead      = 5 * time.Second
-	DefaultAutoPauseRetention = 24 * time.Hour
-	DefaultAutoPauseSweep     = 5 * time.Second
+	DefaultMaxTracked        = 100000
+	DefaultRetryAfterSeconds = 1
+	DefaultRequestTimeout    = 60 * time.Second
+	DefaultInitTimeout       = 15 * time.Second
 
 	// The create bounds are far above what an SDK user does by hand or
 	// in a test suite (a few creates a second, tens at once) and far
@@ -273,15 +261,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.AutoPauseLead <= 0 {
-		c.AutoPauseLead = DefaultAutoPauseLead
-	}
-	if c.AutoPauseRetention <= 0 {
-		c.AutoPauseRetention = DefaultAutoPauseRetention
-	}
-	if c.AutoPauseSweep <= 0 {
-		c.AutoPauseSweep = DefaultAutoPauseSweep
 	}
 	if c.InitTimeout <= 0 {
 		c.InitTimeout = DefaultInitTimeout

@@ -29,7 +29,12 @@ type Fleet interface {
 	Resume(ctx context.Context, sb fleet.Sandbox) error
 	// Fork makes count children of sb on its node (sandboxd's fork).
 	Fork(ctx context.Context, sb fleet.Sandbox, count, ttlSeconds int) ([]fleet.Claimed, error)
-	Renew(ctx context.Context, sb fleet.Sandbox, ttlSeconds int) (time.Time, error)
+	// RenewWith renews sb's lease, and may switch its expiry action.
+	RenewWith(ctx context.Context, sb fleet.Sandbox, r fleet.Renewal) (time.Time, error)
+	// Volumes is the fleet's volume catalog.
+	Volumes(ctx context.Context) ([]sandboxd.Volume, error)
+	// Current is the sandbox as its node has it now, with the node's row.
+	Current(ctx context.Context, sb fleet.Sandbox) (fleet.Sandbox, *sandboxd.Sandbox, error)
 	// Token reads the sandbox's own token back from its node.
 	Token(ctx context.Context, sb fleet.Sandbox) (string, error)
 	// Client is a fleet-token client for the node at addr; Nodes one for

@@ -83,10 +83,9 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c caller) {
 		}
 		childRec := rec
 		childRec.deadline = child.Deadline
+		// sandboxd gives the children the parent's on_expire, so a child
+		// of an onTimeout "pause" sandbox is archived at its own timeout.
 		s.tracked.put(child.ID, childRec)
-		if childRec.autoPause {
-			s.pauser.schedule(child.Sandbox, child.Deadline)
-		}
 		resp := s.sandboxResponse(child.Sandbox, s.aliasOf(child.Key, &childRec), access)
 		out = append(out, forkResult{Sandbox: &resp})
 	}

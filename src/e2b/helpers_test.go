@@ -19,6 +19,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
 const (
@@ -51,6 +52,8 @@ type envOptions struct {
 	fleet         func(e2b.Fleet) e2b.Fleet
 	// config adjusts the surface's Config.
 	config func(*e2b.Config)
+	// volumes is every node's volume catalog.
+	volumes []node.Volume
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -66,6 +69,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 			{Template: image, Net: "none", Size: "small", Warm: o.warm},
 			{Template: image, Net: "none", Size: "medium", Warm: 1},
 		},
+		Volumes: o.volumes,
 	}
 	switch {
 	case o.tokenlessEnvd:

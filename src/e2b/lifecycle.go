@@ -11,22 +11,31 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
+// noPauseOnEgress is the refusal of an onTimeout "pause" on the egress
+// lane, which sandboxd never hibernates or archives.
+const noPauseOnEgress = "a sandbox with internet access cannot be paused (sandboxd keeps egress-lane sandboxes running): " +
+	"create it with allowInternetAccess: false to get a pausable sandbox"
+
 // maxRefreshSeconds is e2b's bound on a refresh's duration.
 const maxRefreshSeconds = 3600
 
-// renew sets the sandbox's lease to ttl seconds from now on its node,
-// keeps the metadata for as long, and moves an autoPause sandbox's pause
-// to the new timeout.
+// renew sets the sandbox's lease to ttl seconds from now on its node and
+// keeps the metadata for as long. What happens at the new end (destroy,
+// or archive for onTimeout "pause") stays as the claim set it: sandboxd
+// keeps a claim's on_expire across renews.
 func (s *Server) renew(w http.ResponseWriter, r *http.Request, sb fleet.Sandbox, ttl int) bool {
-	deadline, err := s.fleet.Renew(r.Context(), sb, ttl)
+	return s.renewWith(w, r, sb, fleet.Renewal{TTLSeconds: ttl})
+}
+
+// renewWith is renew on the terms of rn, which may switch the expiry
+// action.
+func (s *Server) renewWith(w http.ResponseWriter, r *http.Request, sb fleet.Sandbox, rn fleet.Renewal) bool {
+	deadline, err := s.fleet.RenewWith(r.Context(), sb, rn)
 	if err != nil {
 		s.fleetError(w, err, "renew")
 		return false
 	}
 	s.tracked.extend(sb.ID, deadline)
-	if rec, ok := s.recordOf(r.Context(), sb); ok && rec.autoPause {
-		s.pauser.schedule(sb, deadline)
-	}
 	return true
 }
 
@@ -88,7 +97,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, c caller) {
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
-	sb, ok := s.lookup(w, r, c)
+	sb, _, ok := s.lookupCurrent(w, r, c)
 	if !ok {
 		return
 	}
@@ -126,13 +135,22 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "timeout must not be negative")
 		return
 	}
-	if req.AutoPause != nil && *req.AutoPause {
-		writeError(w, http.StatusBadRequest, "autoPause is not supported")
-		return
-	}
-	sb, ok := s.lookup(w, r, c)
+	sb, _, ok := s.lookupCurrent(w, r, c)
 	if !ok {
 		return
+	}
+	// autoPause here switches what the new timeout does: pause (sandboxd
+	// archives the sandbox) or kill. Absent keeps what the create chose.
+	rn := fleet.Renewal{}
+	if req.AutoPause != nil {
+		rn.OnExpire = sandboxd.ExpireDestroy
+		if *req.AutoPause {
+			if sb.Key.Net == NetEgress {
+				writeError(w, http.StatusBadRequest, noPauseOnEgress)
+				return
+			}
+			rn.OnExpire = sandboxd.ExpireArchive
+		}
 	}
 	if !sb.Paused {
 		writeError(w, http.StatusConflict, "sandbox is not paused")
@@ -143,11 +161,11 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	sb.Paused = false // the renew below tells the view the sandbox as it is now
-	ttl := int(s.cfg.DefaultTimeout / time.Second)
+	rn.TTLSeconds = int(s.cfg.DefaultTimeout / time.Second)
 	if req.Timeout != nil && *req.Timeout > 0 {
-		ttl = *req.Timeout
+		rn.TTLSeconds = *req.Timeout
 	}
-	if !s.renew(w, r, sb, ttl) {
+	if !s.renewWith(w, r, sb, rn) {
 		return
 	}
 	s.answerWithToken(w, r, sb, http.StatusCreated)
@@ -165,7 +183,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "timeout must not be negative")
 		return
 	}
-	sb, ok := s.lookup(w, r, c)
+	sb, _, ok := s.lookupCurrent(w, r, c)
 	if !ok {
 		return
 	}

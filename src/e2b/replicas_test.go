@@ -1,6 +1,7 @@
 package e2b_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // replica is a second surface over the same simulated fleet, with a fleet
@@ -84,30 +87,58 @@ func TestCreateStateIsSeenByEveryReplica(t *testing.T) {
 	}
 }
 
-// An auto-pause due while the replica that took the create is down still
-// happens: another replica's sweep finds it on the node.
-func TestAutoPauseSurvivesTheCreatingReplica(t *testing.T) {
-	fast := func(c *e2b.Config) {
-		c.AutoPauseLead, c.AutoPauseRetention, c.AutoPauseSweep = time.Second, 2*time.Hour, 200*time.Millisecond
+// onTimeout "pause" is the node's own doing: the claim carries sandboxd's
+// on_expire "archive", so the sandbox is archived at its timeout with no
+// replica up, any replica shows it paused, and connect through any replica
+// wakes it with a fresh lease.
+func TestPauseAtTimeoutNeedsNoReplica(t *testing.T) {
+	a := newEnv(t, envOptions{})
+	b := a.replica(t, nil)
+	c := a.create(t, keyA, map[string]any{"timeout": 2, "autoPause": true, "allow_internet_access": false})
+	id, _ := sandbox.CanonicalID(c.SandboxID)
+	_, addr := a.claimToken(t, id)
+	node, err := sandboxd.New(addr, sandboxd.WithToken(rootToken))
+	if err != nil {
+		t.Fatal(err)
 	}
-	a := newEnv(t, envOptions{config: fast})
-	b := a.replica(t, fast)
-	c := a.create(t, keyA, map[string]any{"timeout": 4, "autoPause": true})
-	a.srv.Close() // its timer dies with it
-	deadline := time.Now().Add(30 * time.Second)
+	row, err := node.Sandbox(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.OnExpire != sandboxd.ExpireArchive {
+		t.Fatalf("the claim's on_expire is %q, want %q", row.OnExpire, sandboxd.ExpireArchive)
+	}
+	a.srv.Close()
+
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(30 * time.Second)
 	for {
-		var got listed
-		b.do(t, http.MethodGet, "/sandboxes/"+c.SandboxID, keyA, nil).decode(t, &got)
-		if got.State == "paused" {
-			if time.Until(got.EndAt) < time.Hour {
-				t.Fatalf("paused, but kept only until %s, want the 2 h retention", got.EndAt)
-			}
-			return
+		row, err := node.Sandbox(context.Background(), id)
+		if err != nil {
+			t.Fatalf("the sandbox is gone from its node at its timeout (%v): it should have been archived", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sandbox was not auto-paused by the surviving replica: %+v", got)
+		if row.Archived {
+			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-tick.C:
+		case <-giveUp:
+			t.Fatalf("the node did not archive the sandbox at its timeout: %+v", row)
+		}
+	}
+	var got detail
+	b.do(t, http.MethodGet, "/sandboxes/"+c.SandboxID, keyA, nil).decode(t, &got)
+	if got.State != "paused" {
+		t.Fatalf("an archived sandbox shows as %q through another replica, want paused", got.State)
+	}
+	r := b.do(t, http.MethodPost, "/sandboxes/"+c.SandboxID+"/connect", keyA, map[string]any{"timeout": 300})
+	if r.status != http.StatusCreated {
+		t.Fatalf("connect to the archived sandbox = %d %s, want 201", r.status, r.body)
+	}
+	b.do(t, http.MethodGet, "/sandboxes/"+c.SandboxID, keyA, nil).decode(t, &got)
+	if got.State != "running" || time.Until(got.EndAt) < 4*time.Minute {
+		t.Fatalf("after connect: %q until %s, want running for the connect's 300 s", got.State, got.EndAt)
 	}
 }
 

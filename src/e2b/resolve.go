@@ -80,31 +80,49 @@ func (s *Server) findCheckpoint(ctx context.Context, namespace, id string) (sand
 	return sandboxd.Checkpoint{}, "", errNoTemplate
 }
 
+// claimTerms are what a create chooses of the claim besides its source:
+// what the node does at the timeout, and whether the sandbox may reach
+// out at all.
+type claimTerms struct {
+	// onExpire is sandboxd.ExpireArchive for e2b's onTimeout "pause";
+	// empty is the node's default, destroy.
+	onExpire string
+	// noEgress is allowInternetAccess false: sandboxd's "egress": false.
+	noEgress bool
+	// volumes are the catalog volumes the node mounts (volumeMounts).
+	volumes []sandboxd.VolumeMount
+}
+
 // claimSource claims a sandbox of src under ref: a branch of its
 // snapshot, a clone of its published template at the nodes that hold it,
 // or a warm VM of its pool at key.
-func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src source, key sandbox.PoolKey, ttl int, labels map[string]string) (fleet.Claimed, error) {
+func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src source, key sandbox.PoolKey, ttl int, labels map[string]string, terms claimTerms) (fleet.Claimed, error) {
 	switch {
 	case src.Checkpoint != nil:
 		return s.fleet.ClaimCheckpoint(ctx, fleet.CheckpointClaimRequest{
-			Ref: ref, Checkpoint: src.Checkpoint.ID, NodeAddr: src.CheckpointNode, TTLSeconds: ttl, Metadata: labels,
+			Ref: ref, Checkpoint: src.Checkpoint.ID, NodeAddr: src.CheckpointNode, TTLSeconds: ttl, Metadata: labels, OnExpire: terms.onExpire,
 		})
 	case src.Promoted != nil:
-		cl, err := s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, Promoted: true, At: src.Promoted.Holders})
+		cl, err := s.fleet.Claim(ctx, fleet.ClaimRequest{
+			Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, Promoted: true, At: src.Promoted.Holders,
+			OnExpire: terms.onExpire, NoEgress: terms.noEgress, Volumes: terms.volumes,
+		})
 		if errors.Is(err, fleet.ErrNoTemplate) {
 			// Deleted or replaced since the catalog was read.
 			s.catalog.invalidate()
 		}
 		return cl, err
 	default:
-		return s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels})
+		return s.fleet.Claim(ctx, fleet.ClaimRequest{
+			Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, OnExpire: terms.onExpire, NoEgress: terms.noEgress, Volumes: terms.volumes,
+		})
 	}
 }
 
 // reportedTemplate is the templateID a sandbox of key reports: a
 // published template's e2b id, else the pool image.
 func (s *Server) reportedTemplate(key sandbox.PoolKey) string {
-	if ns, name, ok := build.ParsePublished(key.Template); ok {
+	if ns, name, _, ok := build.ParsePublished(key.Template); ok {
 		return build.TemplateID(ns, name)
 	}
 	return key.Template
@@ -113,7 +131,7 @@ func (s *Server) reportedTemplate(key sandbox.PoolKey) string {
 // aliasOf is the alias a sandbox of key reports: a published template's
 // name, else the alias it was created through (see aliasFor).
 func (s *Server) aliasOf(key sandbox.PoolKey, rec *record) string {
-	if _, name, ok := build.ParsePublished(key.Template); ok {
+	if _, name, _, ok := build.ParsePublished(key.Template); ok {
 		return name
 	}
 	return s.aliasFor(key, rec)

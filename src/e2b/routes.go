@@ -78,6 +78,9 @@ func (s *Server) routes() []route {
 		// overlap as patterns (/templates/aliases/tags); one route tells them
 		// apart, the alias lookup first.
 		s.keyed("GET /templates/{first}/{second}", s.templateSubresource),
+		s.keyed("POST /templates/tags", s.assignTags),
+		s.keyed("DELETE /templates/tags", s.removeTags),
+		s.keyed("GET /volumes", s.listVolumes),
 	}
 	rs = append(rs, s.buildRoutes()...)
 	rs = append(rs, s.unsupportedRoutes()...)

@@ -69,7 +69,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	autoPause := req.AutoPause != nil && *req.AutoPause
 	if autoPause && key.Net == NetEgress {
-		writeError(w, http.StatusBadRequest, "autoPause needs allowInternetAccess: false: a sandbox with internet access stays running and cannot be paused")
+		writeError(w, http.StatusBadRequest, noPauseOnEgress)
 		return
 	}
 	autoResume, _ := autoResumeOf(req.AutoResume)
@@ -88,6 +88,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 
+	vols, ok := s.claimVolumes(w, r, req.VolumeMounts, src)
+	if !ok {
+		return
+	}
+
 	// Every refusal for the request's own sake is above: a malformed
 	// create spends none of the caller's rate.
 	admitted, ok := s.admitCreate(w, r, c)
@@ -97,7 +102,14 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	created := false
 	defer func() { admitted.done(created) }()
 
-	claimed, access, err := s.claimReady(r.Context(), c.namespace, src, key, ttl, labels, req.EnvVars)
+	// allowInternetAccess false (or denyOut of everything, read into it
+	// above) is sandboxd's "egress": false: no egress policy at all, on
+	// top of the isolated lane.
+	terms := claimTerms{noEgress: req.AllowInternetAccess != nil && !*req.AllowInternetAccess, volumes: vols}
+	if autoPause {
+		terms.onExpire = sandboxd.ExpireArchive
+	}
+	claimed, access, err := s.claimReady(r.Context(), c.namespace, src, key, ttl, labels, req.EnvVars, terms)
 	if errors.Is(err, errEnvdInit) {
 		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized; nothing was created")
 		return
@@ -109,9 +121,6 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 	rec.deadline = claimed.Deadline
 	s.tracked.put(claimed.ID, rec)
 	created = true
-	if autoPause {
-		s.pauser.schedule(claimed.Sandbox, claimed.Deadline)
-	}
 	writeJSON(w, http.StatusCreated, s.sandboxResponse(claimed.Sandbox, alias, access))
 }
 
@@ -126,10 +135,10 @@ var errEnvdInit = errors.New("initializing envd failed")
 // the node answers, fleet.Abandon) and the claim made once more. A checkpoint lives on one node, so its claim is not
 // moved.
 func (s *Server) claimReady(ctx context.Context, namespace string, src source, key sandbox.PoolKey, ttl int,
-	labels, env map[string]string) (fleet.Claimed, string, error) {
+	labels, env map[string]string, terms claimTerms) (fleet.Claimed, string, error) {
 	const attempts = 2
 	for attempt := 1; ; attempt++ {
-		claimed, err := s.claimSource(ctx, sandbox.ClaimRef{Namespace: namespace, Name: claimName()}, src, key, ttl, labels)
+		claimed, err := s.claimSource(ctx, sandbox.ClaimRef{Namespace: namespace, Name: claimName()}, src, key, ttl, labels, terms)
 		if err != nil {
 			return fleet.Claimed{}, "", err
 		}
@@ -161,8 +170,10 @@ func validateCreate(req *newSandboxRequest) string {
 	switch {
 	case req.Timeout != nil && *req.Timeout < 0:
 		return fmt.Sprintf("timeout must not be negative, got %d", *req.Timeout)
-	case isSet(req.VolumeMounts):
-		return "volumeMounts are not supported"
+	case len(req.VolumeMounts) > sandboxd.MaxClaimVolumes:
+		return fmt.Sprintf("at most %d volumeMounts", sandboxd.MaxClaimVolumes)
+	case len(req.VolumeMounts) > 0 && req.AutoPause != nil && *req.AutoPause:
+		return "a sandbox with volumes cannot be paused (sandboxd keeps it running): drop lifecycle onTimeout 'pause' or the volumeMounts"
 	case isSet(req.IAM):
 		return "iam tokens are not supported"
 	}
@@ -258,7 +269,6 @@ func (s *Server) releaseQuietly(sb fleet.Sandbox) {
 		s.log.Error("e2b: could not release an abandoned sandbox; its lease will reap it", "sandbox", sb.ID, "err", err)
 	}
 	s.tracked.drop(sb.ID)
-	s.pauser.cancel(sb.ID)
 }
 
 // listed renders a sandbox for a list or get.
@@ -519,33 +529,28 @@ func (c cursor) compare(at time.Time, id string, desc bool) int {
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
-	sb, ok := s.lookup(w, r, c)
+	sb, row, ok := s.lookupCurrent(w, r, c)
 	if !ok {
 		return
 	}
-	// The node's own row is the sandbox's state now: traffic through the
-	// data plane may have woken it (autoResume) since the view last heard.
-	if cl, err := s.fleet.Client(sb.NodeAddr); err == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		row, err := cl.Sandbox(ctx, sb.ID)
-		cancel()
-		switch {
-		case err == nil:
-			sb.Paused = row.Hibernated || row.Archived
-			if !row.Deadline.IsZero() {
-				sb.Deadline = row.Deadline
-			}
-		case errors.Is(err, sandboxd.ErrNotFound):
-			// Reaped or released since the view heard of it.
-			writeNotFound(w)
-			return
+	onExpire := ""           // the node's expiry action, when its row was read
+	var mounts []volumeMount // the node's volumes, when its row was read
+	if row != nil {
+		onExpire = cmp.Or(row.OnExpire, sandboxd.ExpireDestroy)
+		for _, v := range row.Volumes {
+			mounts = append(mounts, volumeMount{Name: v.Name, Path: v.Mount})
 		}
 	}
-	d := sandboxDetail{listedSandbox: s.listed(r.Context(), sb), Domain: s.cfg.Domain}
+	d := sandboxDetail{listedSandbox: s.listed(r.Context(), sb), Domain: s.cfg.Domain, VolumeMounts: mounts}
 	if rec, ok := s.recordOf(r.Context(), sb); ok {
 		d.AllowInternetAccess = rec.internet
+		if rec.internet != nil && !*rec.internet {
+			d.Network = &networkInfo{DenyOut: []string{allTraffic}}
+		}
 		d.Lifecycle = &lifecycleInfo{AutoResume: rec.autoResume, OnTimeout: "kill"}
-		if rec.autoPause {
+		// The node's on_expire is what happens at the timeout; the
+		// create's choice stands in when the row could not be read.
+		if onExpire == sandboxd.ExpireArchive || onExpire == "" && rec.autoPause {
 			d.Lifecycle.OnTimeout = "pause"
 		}
 	}
@@ -574,6 +579,5 @@ func (s *Server) killSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	s.tracked.drop(sb.ID)
-	s.pauser.cancel(sb.ID)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
@@ -44,11 +45,8 @@ type Server struct {
 	log     *slog.Logger
 	tracked *tracker
 	admit   *admission
-	pauser  *autoPauser
 	catalog *catalog
 	rows    *nodeRows
-	// stopSweeps ends the auto-pause sweeps; sweepsDone is closed after.
-	stopSweeps, sweepsDone chan struct{}
 	// builds is nil when the build API is off.
 	builds *build.Manager
 	// table is what mux serves, kept so Routes can list it.
@@ -74,11 +72,8 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
 		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
-	s.pauser = newAutoPauser(f, cfg.Logger, cfg.Clock, cfg.AutoPauseLead, cfg.AutoPauseRetention, s.tracked.extend)
 	s.catalog = newCatalog(f, cfg.Clock, cfg.Logger)
 	s.rows = newNodeRows(f, cfg.Clock)
-	s.stopSweeps, s.sweepsDone = make(chan struct{}), make(chan struct{})
-	go func() { defer close(s.sweepsDone); s.runAutoPauseSweeps(s.stopSweeps) }()
 	if b := cfg.Builds; b != nil {
 		clk, _ := cfg.Clock.(clock.Clock)
 		s.builds = build.NewManager(build.Config{
@@ -94,15 +89,14 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the auto-pauses this process has scheduled (see autoPauser)
-// and waits for any under way; call it when the surface stops serving.
+// Close stops the builds under way; call it when the surface stops
+// serving.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() { close(s.stopSweeps) })
-	<-s.sweepsDone
-	s.pauser.close()
-	if s.builds != nil {
-		s.builds.Close()
-	}
+	s.closeOnce.Do(func() {
+		if s.builds != nil {
+			s.builds.Close()
+		}
+	})
 }
 
 // ServeHTTP implements http.Handler.
@@ -178,6 +172,34 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, c caller) (fleet
 	}
 	return sb, true
 }
+
+// lookupCurrent is lookup with the sandbox as its node has it now: the
+// view may not yet know that traffic woke it (autoResume) or that the node
+// archived it at its timeout (onTimeout "pause"). row is nil when the node
+// could not be read; the view's copy then stands. A sandbox its node no
+// longer holds is 404.
+func (s *Server) lookupCurrent(w http.ResponseWriter, r *http.Request, c caller) (sb fleet.Sandbox, row *sandboxd.Sandbox, ok bool) {
+	sb, ok = s.lookup(w, r, c)
+	if !ok {
+		return sb, nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), rowReadTimeout)
+	defer cancel()
+	cur, row, err := s.fleet.Current(ctx, sb)
+	switch {
+	case err == nil:
+		return cur, row, true
+	case errors.Is(err, fleet.ErrNotFound):
+		// Reaped or released since the view heard of it.
+		writeNotFound(w)
+		return sb, nil, false
+	}
+	return sb, nil, true
+}
+
+// rowReadTimeout bounds the read of a sandbox's row off its node, so a
+// slow node costs a stale state, not the request.
+const rowReadTimeout = 5 * time.Second
 
 // decodeBody reads a bounded JSON body into v, refusing unknown fields and
 // trailing data. An empty body is accepted when optional.

@@ -356,14 +356,15 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 	e.do(t, http.MethodPost, "/v2/sandboxes", keyDef, `{"templateID":"base","allow_internet_access":true}`)
 
 	// Each claim carries what its create recorded as labels: the alias
-	// it named and the internet choice when the create made one.
+	// it named and the internet choice when the create made one; no
+	// internet is sandboxd's "egress": false as well as the lane.
 	want := []fleet.ClaimRequest{
 		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
-			Metadata: map[string]string{"e2b.alias": "base", "e2b.internet": "false"}},
+			Metadata: map[string]string{"e2b.alias": "base", "e2b.internet": "false"}, NoEgress: true},
 		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42,
-			Metadata: map[string]string{"e2b.alias": "big", "e2b.internet": "false"}},
+			Metadata: map[string]string{"e2b.alias": "big", "e2b.internet": "false"}, NoEgress: true},
 		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
-			Metadata: map[string]string{"e2b.internet": "false"}},
+			Metadata: map[string]string{"e2b.internet": "false"}, NoEgress: true},
 		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
 			Metadata: map[string]string{"e2b.alias": "base"}},
 		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
@@ -569,7 +570,6 @@ func TestLifecycleBodyRefusals(t *testing.T) {
 		"connect negative":  {"/v2" + p + "/connect", `{"timeout":-1}`},
 		"connect bad JSON":  {"/v2" + p + "/connect", `{"timeout":`},
 		"pause unknown":     {p + "/pause", `{"hard":true}`},
-		"resume auto pause": {p + "/resume", `{"autoPause":true}`},
 		"snapshot bad JSON": {p + "/snapshots", `[`},
 	} {
 		r := e.do(t, http.MethodPost, tc.path, keyA, tc.body)

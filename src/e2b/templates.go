@@ -3,9 +3,11 @@ package e2b
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -28,7 +30,7 @@ func (s *Server) templateRows(ctx context.Context, namespace string) ([]template
 	for _, p := range pubs {
 		seen[p.TemplateID] = len(rows)
 		rows = append(rows, templateListed{
-			TemplateID: p.TemplateID, BuildID: build.PublishedBuildID(p.Digest), BuildStatus: string(build.Ready),
+			TemplateID: p.TemplateID, BuildID: p.BuildID, BuildStatus: string(build.Ready),
 			CPUCount: p.CPUCount, MemoryMB: p.MemoryMB, EnvdVersion: s.cfg.EnvdVersion,
 			Aliases: []string{p.Name}, Names: []string{p.Name}, CreatedAt: p.Created, UpdatedAt: p.Created,
 			CreatedBy: []byte("null"), BuildCount: 1,
@@ -74,22 +76,37 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c caller)
 // builds this process knows of, or the published build alone.
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c caller) {
 	id := r.PathValue("templateID")
-	p, ok, err := s.catalog.lookup(r.Context(), c.namespace, id)
+	tags, err := s.catalog.tags(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "get the template")
 		return
 	}
+	ok := len(tags) > 0
 	var out templateDetail
 	if ok {
+		p := tags[0]
 		out = templateDetail{
 			TemplateID: p.TemplateID, Aliases: []string{p.Name}, Names: []string{p.Name},
 			CreatedAt: p.Created, UpdatedAt: p.Created,
 		}
-		finished := p.Created
-		out.Builds = append(out.Builds, templateBuild{
-			BuildID: build.PublishedBuildID(p.Digest), Status: string(build.Ready), CPUCount: p.CPUCount, MemoryMB: p.MemoryMB,
-			EnvdVersion: s.cfg.EnvdVersion, CreatedAt: p.Created, UpdatedAt: p.Created, FinishedAt: &finished,
-		})
+		// One build per distinct build the tags hold, oldest first.
+		slices.SortFunc(tags, func(a, b *published) int { return a.Created.Compare(b.Created) })
+		seen := map[string]bool{}
+		for _, p := range tags {
+			if seen[p.BuildID] {
+				continue
+			}
+			seen[p.BuildID] = true
+			finished := p.Created
+			out.Builds = append(out.Builds, templateBuild{
+				BuildID: p.BuildID, Status: string(build.Ready), CPUCount: p.CPUCount, MemoryMB: p.MemoryMB,
+				EnvdVersion: s.cfg.EnvdVersion, CreatedAt: p.Created, UpdatedAt: p.Created, FinishedAt: &finished,
+			})
+			out.CreatedAt = minTime(out.CreatedAt, p.Created)
+			if p.Created.After(out.UpdatedAt) {
+				out.UpdatedAt = p.Created
+			}
+		}
 	}
 	if s.builds != nil {
 		for _, b := range s.builds.Builds(c.namespace) {
@@ -131,7 +148,7 @@ func (s *Server) templateSubresource(w http.ResponseWriter, r *http.Request, c c
 	case r.PathValue("first") == "aliases":
 		s.getAlias(w, r, c, r.PathValue("second"))
 	case r.PathValue("second") == "tags":
-		unsupportedTags(w, r, c)
+		s.getTags(w, r, c, r.PathValue("first"))
 	default:
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	}
@@ -145,13 +162,13 @@ func (s *Server) getAlias(w http.ResponseWriter, r *http.Request, c caller, alia
 		writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: alias, Public: true})
 		return
 	}
-	if build.ValidName(alias) == nil {
+	if name, _ := build.SplitRef(alias); build.ValidName(name) == nil {
 		p, ok, err := s.catalog.lookup(r.Context(), c.namespace, alias)
 		if err != nil {
 			s.fleetError(w, err, "look the alias up")
 			return
 		}
-		if ok && p.Name == alias {
+		if ok && p.Name == name {
 			writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: p.TemplateID})
 			return
 		}
@@ -176,40 +193,53 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller
 			}
 		}
 	}
-	p, ok, err := s.catalog.lookup(r.Context(), c.namespace, id)
+	tags, err := s.catalog.tags(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "delete the template")
 		return
 	}
-	if !ok {
+	if len(tags) == 0 {
 		writeError(w, http.StatusNotFound, "template not found")
 		return
 	}
 	defer s.catalog.invalidate()
+	templateID := tags[0].TemplateID
 	if s.builds != nil {
-		s.builds.Forget(c.namespace, p.TemplateID)
+		s.builds.Forget(c.namespace, templateID)
 	}
-	for _, addr := range p.Holders {
-		n, err := s.fleet.Client(addr)
-		if err == nil {
-			err = n.DeleteTemplate(r.Context(), p.Key, "")
-		}
-		if err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+	for _, p := range tags {
+		if err := s.unpublish(r.Context(), p, ""); err != nil {
 			s.fleetError(w, err, "delete the template")
 			return
 		}
 	}
 	if s.cfg.Builds != nil {
-		if err := s.cfg.Builds.Store.DeleteTemplate(r.Context(), p.TemplateID); err != nil {
+		if err := s.cfg.Builds.Store.DeleteTemplate(r.Context(), templateID); err != nil {
 			// The template is gone; only its archives are left.
-			s.log.Warn("e2b: deleting a template's uploaded archives failed", "template", p.TemplateID, "err", err)
+			s.log.Warn("e2b: deleting a template's uploaded archives failed", "template", templateID, "err", err)
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// unsupportedTags answers the tag routes: a template here is one name
-// with one current build.
-func unsupportedTags(w http.ResponseWriter, _ *http.Request, _ caller) {
-	writeError(w, http.StatusNotImplemented, "template tags are not supported by this server: a template is one name with its latest build")
+// unpublish removes one published tag from every node that holds it;
+// digest, when set, removes only copies that still hold that content.
+func (s *Server) unpublish(ctx context.Context, p *published, digest string) error {
+	for _, addr := range p.Holders {
+		n, err := s.fleet.Client(addr)
+		if err == nil {
+			err = n.DeleteTemplate(ctx, p.Key, digest)
+		}
+		if err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+			return fmt.Errorf("remove template %s from node %s: %w", p.Key.Template, addr, err)
+		}
+	}
+	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
 }

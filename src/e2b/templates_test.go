@@ -262,7 +262,9 @@ func TestBuildRefusals(t *testing.T) {
 	}{
 		{"bad name", map[string]any{"name": "Not Valid"}, http.StatusBadRequest},
 		{"an alias of the alias file", map[string]any{"name": "base"}, http.StatusConflict},
-		{"tags", map[string]any{"name": "x", "tags": []string{"v1"}}, http.StatusBadRequest},
+		{"a bad tag", map[string]any{"name": "x", "tags": []string{"Not A Tag"}}, http.StatusBadRequest},
+		{"a bad tag in the name", map[string]any{"name": "x:-v1"}, http.StatusBadRequest},
+		{"too many tags", map[string]any{"name": "x", "tags": []string{"a", "b", "c", "d", "e", "f", "g", "h"}}, http.StatusBadRequest},
 	} {
 		if r := e.do(t, http.MethodPost, "/v3/templates", keyA, tc.body); r.status != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.want)

@@ -33,9 +33,15 @@ var unsupported = []struct {
 		reason:   "teams are not supported: each API key belongs to one namespace, which is the whole of what this server knows of its owner",
 	},
 	{
-		patterns: []string{"GET /volumes", "POST /volumes", "GET /volumes/{volumeID}", "DELETE /volumes/{volumeID}"},
+		patterns: []string{"POST /volumes", "DELETE /volumes/{volumeID}"},
+		status:   http.StatusBadRequest,
+		reason:   "volumes cannot be created or deleted through the API: sandboxd's volumes are a catalog the node operator configures on each node; Volume.list shows it",
+	},
+	{
+		patterns: []string{"GET /volumes/{volumeID}"},
 		status:   http.StatusNotImplemented,
-		reason:   "volumes are not served by this server: sandboxd's volumes are a catalog the node operator configures, with no API to create, delete or write one",
+		reason: "a volume's contents are not served through the API: mount it with volumeMounts at create and read or write it inside the sandbox; " +
+			"Volume.list shows the catalog",
 	},
 	{
 		patterns: []string{"PATCH /templates/{templateID}", "PATCH /v2/templates/{templateID}"},

@@ -22,7 +22,8 @@ func TestUnsupportedOperationsSayWhy(t *testing.T) {
 		{http.MethodDelete, "/secrets/s1", http.StatusNotImplemented, "secret"},
 		{http.MethodGet, "/teams", http.StatusNotImplemented, "namespace"},
 		{http.MethodGet, "/teams/t1/metrics/max", http.StatusNotImplemented, "namespace"},
-		{http.MethodPost, "/volumes", http.StatusNotImplemented, "catalog"},
+		{http.MethodPost, "/volumes", http.StatusBadRequest, "catalog"},
+		{http.MethodDelete, "/volumes/v1", http.StatusBadRequest, "catalog"},
 		{http.MethodGet, "/volumes/v1", http.StatusNotImplemented, "catalog"},
 		{http.MethodPatch, "/v2/templates/t1", http.StatusBadRequest, "private"},
 	} {

@@ -23,7 +23,14 @@ type newSandboxRequest struct {
 	EnvVars             map[string]string `json:"envVars,omitempty"`
 	MCP                 json.RawMessage   `json:"mcp,omitempty"`
 	IAM                 json.RawMessage   `json:"iam,omitempty"`
-	VolumeMounts        json.RawMessage   `json:"volumeMounts,omitempty"`
+	VolumeMounts        []volumeMount     `json:"volumeMounts,omitempty"`
+}
+
+// volumeMount is e2b's SandboxVolumeMount: a catalog volume and where the
+// sandbox sees it.
+type volumeMount struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
 // networkConfig is e2b's SandboxNetworkConfig. Only the fields that change
@@ -108,6 +115,14 @@ type sandboxDetail struct {
 	EnvdAccessToken     string         `json:"envdAccessToken,omitempty"`
 	Domain              string         `json:"domain"`
 	Lifecycle           *lifecycleInfo `json:"lifecycle,omitempty"`
+	Network             *networkInfo   `json:"network,omitempty"`
+	VolumeMounts        []volumeMount  `json:"volumeMounts,omitempty"`
+}
+
+// networkInfo is the part of e2b's SandboxNetworkConfig a sandbox reports:
+// denyOut of everything for one with no egress.
+type networkInfo struct {
+	DenyOut []string `json:"denyOut,omitempty"`
 }
 
 // lifecycleInfo is e2b's SandboxLifecycle: what happens at the timeout,

@@ -158,7 +158,9 @@ func (p *Proxy) relayRefused(w http.ResponseWriter, line *accessLine, id string,
 		return
 	case status == http.StatusNotFound:
 		p.cache.drop(id, o)
-	case status == http.StatusBadGateway && isPausedMessage(err):
+	case (status == http.StatusConflict || status == http.StatusBadGateway) && isPausedMessage(err):
+		// sandboxd answers a passive (fleet-token) relay into a paused
+		// sandbox 409; older nodes answered 502 "sandbox is paused".
 		line.reason = err.Error()
 		reply(w, http.StatusBadGateway, msgPaused)
 		return

@@ -14,8 +14,8 @@ const (
 	// that is down, a guest port nothing listens on: no reply may tell a
 	// caller which ids exist or where they live.
 	msgUnavailable = "sandbox unavailable"
-	// msgPaused is sandboxd's answer to a passive relay into a
-	// hibernated sandbox; the proxy passes it on.
+	// msgPaused is the proxy's answer for a passive relay into a
+	// hibernated or archived sandbox, which the node refuses.
 	msgPaused = "sandbox is paused"
 )
 
@@ -35,7 +35,14 @@ func reply(w http.ResponseWriter, status int, msg string) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
+// isPausedMessage tells a node's refusal of a relay because the sandbox
+// is paused (hibernated or archived) from its other refusals, by the
+// words sandboxd's message uses.
 func isPausedMessage(err error) bool {
 	var apiErr *sandboxd.APIError
-	return errors.As(err, &apiErr) && strings.Contains(apiErr.Message, msgPaused)
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	msg := strings.ToLower(apiErr.Message)
+	return strings.Contains(msg, "paused") || strings.Contains(msg, "hibernat") || strings.Contains(msg, "archiv")
 }

@@ -24,6 +24,8 @@ type CheckpointClaimRequest struct {
 	TTLSeconds int
 	// Metadata are the branch's claim labels.
 	Metadata map[string]string
+	// OnExpire is the branch's expiry action, as ClaimRequest's.
+	OnExpire string
 }
 
 // ClaimCheckpoint claims a sandbox branched from a checkpoint, with its
@@ -43,7 +45,9 @@ func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest)
 		return Claimed{}, fmt.Errorf("fleet: claim checkpoint: %w: %w", ErrInvalid, err)
 	}
 	attempt := newAttempt()
-	body := sandboxd.CheckpointClaimRequest{TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String(), Metadata: withAttempt(req.Metadata, attempt)}
+	body := sandboxd.CheckpointClaimRequest{
+		TTLSeconds: max(req.TTLSeconds, 0), ClaimRef: req.Ref.String(), Metadata: withAttempt(req.Metadata, attempt), OnExpire: req.OnExpire,
+	}
 	cl, err := c.ClaimCheckpoint(ctx, req.Checkpoint, body)
 	if err != nil {
 		if errors.Is(err, sandboxd.ErrNotFound) {

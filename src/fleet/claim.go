@@ -57,7 +57,10 @@ func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	body := sandboxd.ClaimRequest{
 		Template: key.Template, Net: key.Net, Size: key.Size, TTLSeconds: max(req.TTLSeconds, 0),
 		ClaimRef: req.Ref.String(), NoRedirect: !f.cfg.FollowRedirects, RequirePromoted: req.Promoted,
-		Metadata: withAttempt(req.Metadata, attempt),
+		Metadata: withAttempt(req.Metadata, attempt), OnExpire: req.OnExpire, Volumes: req.Volumes,
+	}
+	if req.NoEgress {
+		body.Egress = new(bool)
 	}
 	var capacity, gone, other int
 	var last error

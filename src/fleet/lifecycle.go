@@ -53,10 +53,24 @@ func (f *Fleet) Resume(ctx context.Context, sb Sandbox) error {
 // so sb must be current: after a Pause or Resume, pass the sandbox with
 // Paused set as it now is, not the copy from before.
 func (f *Fleet) Renew(ctx context.Context, sb Sandbox, ttlSeconds int) (time.Time, error) {
+	return f.RenewWith(ctx, sb, Renewal{TTLSeconds: ttlSeconds})
+}
+
+// Renewal is a renew's terms.
+type Renewal struct {
+	// TTLSeconds is the new lease from now; 0 takes the node's default.
+	TTLSeconds int
+	// OnExpire switches what the node does at the lease's end
+	// (sandboxd.ExpireDestroy or sandboxd.ExpireArchive); empty keeps it.
+	OnExpire string
+}
+
+// RenewWith renews sb's lease on the terms of r; see Renew.
+func (f *Fleet) RenewWith(ctx context.Context, sb Sandbox, r Renewal) (time.Time, error) {
 	var deadline time.Time
 	err := f.change(ctx, sb, "renew", func(ctx context.Context, c *sandboxd.Client) error {
 		var err error
-		deadline, err = c.Renew(ctx, sb.ID, ttlSeconds)
+		deadline, err = c.RenewWith(ctx, sb.ID, sandboxd.RenewRequest{TTLSeconds: r.TTLSeconds, OnExpire: r.OnExpire})
 		return err
 	}, func(sb *Sandbox) { sb.Deadline = deadline })
 	return deadline, err
@@ -125,19 +139,46 @@ func (f *Fleet) Checkpoint(ctx context.Context, sb Sandbox, name string) (*sandb
 // root token only: how a replica that did not make the claim derives the
 // e2b access token without any store.
 func (f *Fleet) Token(ctx context.Context, sb Sandbox) (string, error) {
-	var token string
-	err := f.call(ctx, sb, "read token", func(ctx context.Context, c *sandboxd.Client) error {
-		row, err := c.Sandbox(ctx, sb.ID)
-		if err != nil {
-			return err
-		}
-		if row.Token == "" {
-			return errors.New("the node answered without the sandbox's token; the fleet token must be the nodes' root api_token")
-		}
-		token = row.Token
-		return nil
+	row, err := f.Row(ctx, sb)
+	if err != nil {
+		return "", err
+	}
+	if row.Token == "" {
+		return "", fmt.Errorf("fleet: read token: %w", errNoToken)
+	}
+	return row.Token, nil
+}
+
+// errNoToken is a node that answered a root read without the sandbox's
+// token: the fleet's token is not the node's root api_token.
+var errNoToken = errors.New("the node answered without the sandbox's token; the fleet token must be the nodes' root api_token")
+
+// Row reads sb's row off its node: its state now (traffic may have woken
+// it, the node may have archived it at its timeout), its lease, expiry
+// action and volumes, and its own token. A sandbox its node no longer
+// holds wraps ErrNotFound.
+func (f *Fleet) Row(ctx context.Context, sb Sandbox) (*sandboxd.Sandbox, error) {
+	var row *sandboxd.Sandbox
+	err := f.call(ctx, sb, "read", func(ctx context.Context, c *sandboxd.Client) error {
+		var err error
+		row, err = c.Sandbox(ctx, sb.ID)
+		return err
 	})
-	return token, err
+	return row, err
+}
+
+// Current is sb as its node has it now: paused when hibernated or
+// archived, with the node's deadline. See Row.
+func (f *Fleet) Current(ctx context.Context, sb Sandbox) (Sandbox, *sandboxd.Sandbox, error) {
+	row, err := f.Row(ctx, sb)
+	if err != nil {
+		return sb, nil, err
+	}
+	sb.Paused = row.Hibernated || row.Archived
+	if !row.Deadline.IsZero() {
+		sb.Deadline = row.Deadline
+	}
+	return sb, row, nil
 }
 
 // change runs a verb that changes sb in place and tells the view.

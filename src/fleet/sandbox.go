@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // ErrNotFound is a sandbox that does not exist, or exists in another
@@ -61,6 +62,15 @@ type ClaimRequest struct {
 	Promoted bool
 	// At are the addresses of the nodes a Promoted claim enters at.
 	At []string
+	// OnExpire is what the node does at the lease's end:
+	// sandboxd.ExpireArchive keeps the sandbox, archived, until it is
+	// woken; empty is the node's default, destroy.
+	OnExpire string
+	// NoEgress claims with sandboxd's "egress": false: the sandbox gets
+	// no egress policy whatever its pool's.
+	NoEgress bool
+	// Volumes are catalog volumes the node mounts into the sandbox.
+	Volumes []sandboxd.VolumeMount
 }
 
 // Node is one node that may take claims.

@@ -127,6 +127,8 @@ func (c *Client) granted(resp *ClaimResponse) (*Claim, error) {
 		OwnerAddr:      resp.OwnerAddr,
 		TemplateDigest: resp.TemplateDigest,
 		FromCheckpoint: resp.FromCheckpoint,
+		NetRoute:       resp.NetRoute,
+		Volumes:        resp.Volumes,
 	}
 	if cl.OwnerAddr == "" {
 		cl.OwnerAddr = c.addr

@@ -231,9 +231,7 @@ func (c *Client) Wake(ctx context.Context, id string) error {
 // Renew resets the lease to ttlSeconds from now (0 = node default) and
 // returns the deadline the node granted.
 func (c *Client) Renew(ctx context.Context, id string, ttlSeconds int) (time.Time, error) {
-	var out RenewResponse
-	err := c.do(ctx, http.MethodPost, sandboxPath(id, "renew"), nil, RenewRequest{TTLSeconds: ttlSeconds}, &out, "POST /v1/sandboxes/{id}/renew")
-	return out.Deadline, err
+	return c.RenewWith(ctx, id, RenewRequest{TTLSeconds: ttlSeconds})
 }
 
 // Fork clones the sandbox into req.Count fresh claims. The client's token

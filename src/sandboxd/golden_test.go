@@ -34,10 +34,6 @@ type goldenCase struct {
 	unmodelled string
 }
 
-const (
-	noVolumes = "the operator never attaches catalog volumes; claims it makes carry none, and a volume row from another caller is ignored"
-)
-
 func goldenCases() []goldenCase {
 	return []goldenCase{
 		{
@@ -45,25 +41,26 @@ func goldenCases() []goldenCase {
 			decode: func() any { return new(sandboxd.ClaimRequest) },
 			request: sandboxd.ClaimRequest{
 				Template: "base:24.04", Net: "none", Size: "small", TTLSeconds: 300,
-				ClaimRef: "namespace/workload",
+				ClaimRef: "namespace/workload", Metadata: map[string]string{"team": "a"},
+				OnExpire: sandboxd.ExpireArchive, Egress: ptr(true),
+				Env: map[string]sandboxd.EnvEntry{
+					"MODE":   {Value: "prod"},
+					"GW_KEY": {Value: "Bearer …", Guest: ptr(false)},
+				},
+				Volumes: []sandboxd.VolumeMount{
+					{Name: "imagenet"}, {Name: "weights", Mount: "/models"}, {Name: "scratch-db", Mode: "rw"},
+				},
 			},
-			omitted: map[string]string{"volumes": noVolumes},
 		},
-		{
-			file:    "claim.response.json",
-			decode:  func() any { return new(sandboxd.ClaimResponse) },
-			omitted: map[string]string{"volumes": noVolumes},
-		},
-		{
-			file:    "claim.attach-only.response.json",
-			decode:  func() any { return new(sandboxd.ClaimResponse) },
-			omitted: map[string]string{"volumes": noVolumes},
-		},
+		{file: "claim.response.json", decode: func() any { return new(sandboxd.ClaimResponse) }},
+		{file: "claim.attach-only.response.json", decode: func() any { return new(sandboxd.ClaimResponse) }},
 		{file: "claim.redirect.response.json", decode: func() any { return new(sandboxd.ClaimResponse) }},
 		{
-			file:    "checkpoint-claim.request.json",
-			decode:  func() any { return new(sandboxd.CheckpointClaimRequest) },
-			request: sandboxd.CheckpointClaimRequest{},
+			file:   "checkpoint-claim.request.json",
+			decode: func() any { return new(sandboxd.CheckpointClaimRequest) },
+			request: sandboxd.CheckpointClaimRequest{
+				Metadata: map[string]string{}, OnExpire: sandboxd.ExpireDestroy, Env: map[string]sandboxd.EnvEntry{},
+			},
 		},
 		{file: "checkpoint-claim.response.json", decode: func() any { return new(sandboxd.ClaimResponse) }},
 		{file: "checkpoint-claim.redirect.response.json", decode: func() any { return new(sandboxd.ClaimResponse) }},
@@ -82,7 +79,7 @@ func goldenCases() []goldenCase {
 		{
 			file:    "renew.request.json",
 			decode:  func() any { return new(sandboxd.RenewRequest) },
-			request: sandboxd.RenewRequest{TTLSeconds: 3600},
+			request: sandboxd.RenewRequest{TTLSeconds: 3600, OnExpire: sandboxd.ExpireArchive},
 		},
 		{file: "renew.response.json", decode: func() any { return new(sandboxd.RenewResponse) }},
 		{
@@ -95,16 +92,8 @@ func goldenCases() []goldenCase {
 		{file: "info.response.json", decode: func() any { return new(sandboxd.Info) }},
 		{file: "info.cluster.response.json", decode: func() any { return new(sandboxd.Info) }},
 		{file: "drain.response.json", decode: func() any { return new(sandboxd.Info) }},
-		{
-			file:    "sandboxes.response.json",
-			decode:  func() any { return new(sandboxd.SandboxList) },
-			omitted: map[string]string{"sandboxes[].volumes": noVolumes},
-		},
-		{
-			file:    "sandbox.response.json",
-			decode:  func() any { return new(sandboxd.Sandbox) },
-			omitted: map[string]string{"volumes": noVolumes},
-		},
+		{file: "sandboxes.response.json", decode: func() any { return new(sandboxd.SandboxList) }},
+		{file: "sandbox.response.json", decode: func() any { return new(sandboxd.Sandbox) }},
 		{file: "stats.response.json", decode: func() any { return new(sandboxd.Stats) }},
 		{file: "owner.response.json", decode: func() any { return new(sandboxd.OwnerResponse) }},
 		{file: "peers.response.json", decode: func() any { return new(sandboxd.PeersResponse) }},
@@ -122,9 +111,49 @@ func goldenCases() []goldenCase {
 
 		{file: "preview.request.json", unmodelled: "guest ports are reached through the ports relay, not preview URLs"},
 		{file: "preview.response.json", unmodelled: "guest ports are reached through the ports relay, not preview URLs"},
-		{file: "exec.request.json", unmodelled: "processes run through envd over the ports relay, not the buffered exec"},
-		{file: "exec.response.json", unmodelled: "processes run through envd over the ports relay, not the buffered exec"},
-		{file: "volumes.response.json", unmodelled: noVolumes},
+		{
+			file:   "exec.request.json",
+			decode: func() any { return new(sandboxd.ExecRequest) },
+			request: sandboxd.ExecRequest{
+				Argv: []string{"node", "-v"}, Cwd: "/work", Env: map[string]string{"CI": "1"}, TimeoutSeconds: 60,
+			},
+		},
+		{file: "exec.response.json", decode: func() any { return new(sandboxd.ExecResult) }},
+		{
+			file:   "env.get.response.json",
+			decode: func() any { return new(sandboxd.ClaimEnv) },
+		},
+		{
+			file:    "env.put.request.json",
+			decode:  func() any { return new(sandboxd.ClaimEnv) },
+			request: sandboxd.ClaimEnv{Env: map[string]sandboxd.EnvEntry{}},
+		},
+		{
+			file:   "env.patch.request.json",
+			decode: func() any { return new(sandboxd.ClaimEnvPatch) },
+			request: sandboxd.ClaimEnvPatch{Env: map[string]*sandboxd.EnvEntry{
+				"CB_META_wake": {Value: "w2"}, "OLD": nil,
+			}},
+		},
+		{file: "volumes.response.json", decode: func() any { return new(sandboxd.VolumeList) }},
+		{file: "volumes.writable.response.json", decode: func() any { return new(sandboxd.VolumeList) }},
+		{file: "info.templates.row.json", decode: func() any { return new(sandboxd.TemplateInfo) }},
+		{
+			file:    "templates.labels.request.json",
+			decode:  func() any { return new(sandboxd.TemplateLabelsRequest) },
+			request: sandboxd.TemplateLabelsRequest{Labels: map[string]string{"v1": "sha256:…", "team": "a"}},
+		},
+		{
+			file:    "tenant.put.request.json",
+			decode:  func() any { return new(sandboxd.TenantUpdate) },
+			request: sandboxd.TenantUpdate{Token: "…", MaxClaims: 50, EgressClass: "desk"},
+		},
+		{
+			file:    "tenants.put.request.json",
+			decode:  func() any { return new(sandboxd.TenantSet) },
+			request: sandboxd.TenantSet{Tenants: []sandboxd.Tenant{{Name: "…", Token: "…", EgressClass: "desk"}}},
+		},
+		{file: "tenants.response.json", decode: func() any { return new(sandboxd.TenantPage) }},
 	}
 }
 
@@ -200,6 +229,8 @@ func TestGoldenFixtures(t *testing.T) {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 func strictDecode(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -258,7 +289,7 @@ func removePath(v any, path []string) bool {
 // sameJSON requires got to carry exactly want's keys and values. A key
 // want holds at its zero value (false, 0, "", null) may be absent from got:
 // the document gives each such field its zero as the default, so leaving
-// it out says the same thing.
+// it out says the same thing. An empty object counts as a zero value.
 func sameJSON(t *testing.T, what string, want, got any) {
 	t.Helper()
 	var diffs []string
@@ -317,6 +348,9 @@ func isZero(v any) bool {
 		return x == ""
 	case json.Number:
 		return x == "0"
+	case map[string]any:
+		// An empty object is an absent map: "none", as omitempty sends it.
+		return len(x) == 0
 	}
 	return false
 }

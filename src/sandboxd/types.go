@@ -37,6 +37,20 @@ type ClaimRequest struct {
 	// for the key, never a warm VM or a cold boot (404 when it holds
 	// none); a redirect answer sets it for its retry.
 	RequirePromoted bool `json:"require_promoted,omitempty"`
+	// Volumes are the catalog volumes to attach, in order (at most
+	// MaxClaimVolumes, names unique); see VolumeMount.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// VolumesAttachOnly attaches every volume without mounting it; it needs
+	// at least one volume and no entry may carry a Mount.
+	VolumesAttachOnly bool `json:"volumes_attach_only,omitempty"`
+	// OnExpire is what the node does when the lease ends: ExpireDestroy
+	// (the default) or ExpireArchive.
+	OnExpire string `json:"on_expire,omitempty"`
+	// Egress false claims without any egress policy; nil or true keeps the
+	// policy the claim would get.
+	Egress *bool `json:"egress,omitempty"`
+	// Env is the claim's own environment (ValidateEnv holds the bounds).
+	Env map[string]EnvEntry `json:"env,omitempty"`
 }
 
 // Key is the pool key the request claims from, with defaults applied.
@@ -53,6 +67,11 @@ type ClaimResponse struct {
 	OwnerAddr      string    `json:"owner_addr,omitempty"`
 	TemplateDigest string    `json:"template_digest,omitempty"`
 	FromCheckpoint string    `json:"from_checkpoint,omitempty"`
+	// NetRoute is how the guest reaches the network: "relay", "direct"
+	// or "none".
+	NetRoute string `json:"net_route,omitempty"`
+	// Volumes echoes the applied volumes (never on a redirect).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 
 	Redirect        []string `json:"redirect,omitempty"`
 	RequirePromoted bool     `json:"require_promoted,omitempty"`
@@ -64,12 +83,14 @@ func (r *ClaimResponse) IsRedirect() bool { return len(r.Redirect) > 0 }
 // Claim is a granted sandbox: its id, its own bearer token, its lease and
 // the node that owns it.
 type Claim struct {
-	ID             string    `json:"id"`
-	Token          string    `json:"token"`
-	Deadline       time.Time `json:"deadline"`
-	OwnerAddr      string    `json:"owner_addr"`
-	TemplateDigest string    `json:"template_digest,omitempty"`
-	FromCheckpoint string    `json:"from_checkpoint,omitempty"`
+	ID             string        `json:"id"`
+	Token          string        `json:"token"`
+	Deadline       time.Time     `json:"deadline"`
+	OwnerAddr      string        `json:"owner_addr"`
+	TemplateDigest string        `json:"template_digest,omitempty"`
+	FromCheckpoint string        `json:"from_checkpoint,omitempty"`
+	NetRoute       string        `json:"net_route,omitempty"`
+	Volumes        []VolumeMount `json:"volumes,omitempty"`
 }
 
 // PoolSpec is one desired pool in PUT /v1/pools.
@@ -140,6 +161,9 @@ type TemplateInfo struct {
 	CreatedAt     time.Time `json:"created_at"`
 	CPUCount      int       `json:"cpu_count"`
 	MemTotalBytes int64     `json:"mem_total_bytes"`
+	// Labels are the template's labels (SetTemplateLabels); absent when
+	// none are set.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Sandbox is one row of the sandbox index (GET /v1/sandboxes and
@@ -156,7 +180,11 @@ type Sandbox struct {
 	ClaimRef       string          `json:"claim_ref,omitempty"`
 	// Metadata are the labels the claim was made with; absent when none.
 	Metadata map[string]string `json:"metadata,omitempty"`
-	Token    string            `json:"token,omitempty"`
+	// Volumes are the claim's applied volumes; absent when none.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// OnExpire is the claim's expiry action; absent for the default.
+	OnExpire string `json:"on_expire,omitempty"`
+	Token    string `json:"token,omitempty"`
 }
 
 // SandboxList is the GET /v1/sandboxes payload.
@@ -167,6 +195,8 @@ type SandboxList struct {
 // RenewRequest is the body of POST /v1/sandboxes/{id}/renew.
 type RenewRequest struct {
 	TTLSeconds int `json:"ttl_seconds"`
+	// OnExpire switches the expiry action; empty keeps the current one.
+	OnExpire string `json:"on_expire,omitempty"`
 }
 
 // RenewResponse carries the lease the node granted.
@@ -182,6 +212,9 @@ type ForkRequest struct {
 	Count          int    `json:"count"`
 	TTLSeconds     int    `json:"ttl_seconds,omitempty"`
 	ClaimRefPrefix string `json:"claim_ref_prefix,omitempty"`
+	// OnExpire overrides the expiry action the children inherit from the
+	// parent.
+	OnExpire string `json:"on_expire,omitempty"`
 }
 
 // ForkResponse lists one claim per child.
@@ -225,6 +258,9 @@ type CheckpointClaimRequest struct {
 	// Metadata labels the branch under the same rules as a claim's; the
 	// branch carries these, never the source sandbox's.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// OnExpire and Env apply to the branch under the claim rules.
+	OnExpire string              `json:"on_expire,omitempty"`
+	Env      map[string]EnvEntry `json:"env,omitempty"`
 }
 
 // PromoteRequest is the body of POST /v1/sandboxes/{id}/promote. Token is

@@ -82,6 +82,7 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.StringVar(&r.apiToken, "api-token", "", "root api_token of every node; empty (with no --api-token-file) makes open nodes. Prefer --api-token-file")
 	fs.StringVar(&r.apiTokenFile, "api-token-file", "", "file holding the root api_token; overrides --api-token")
 	fs.StringVar(&r.tenantsFile, "tenant-tokens-file", "", "file of tenants, one per line: <name> <token> [max_claims]; '#' starts a comment")
+	fs.Var(&r.volumes, "volume", "a dataset volume of every node's catalog, repeatable: <name>=<host dir>[,writable][,tenants=<a>+<b>…]. The host directory stands in for the disk image; an isolated sandbox that claims the volume sees it bind-mounted (read-only unless claimed rw, which needs writable). tenants= restricts the entry to those tenants (root always sees it). The directory may not contain ','")
 	fs.StringVar(&r.pools, "pools", "", "initial pools of every node: comma-separated <template>:<net>:<size>=<warm>; net and size may be empty for none/small (e.g. base:24.04:none:small=4,py:3.12::=2)")
 	fs.DurationVar(&f.RefillDelay, "refill-delay", 0, "time to clone one warm VM from a pool's golden; a warm miss on a pooled key provisions in the same time")
 	fs.DurationVar(&f.ColdProvisionDelay, "cold-provision-delay", 0, "time to cold-boot: a claim for an unpooled key, and a new pool's golden")
@@ -118,6 +119,7 @@ type rawFlags struct {
 	publishInterval                            time.Duration
 	logLevel                                   string
 	join                                       string
+	volumes                                    stringList
 }
 
 // printUsage writes --help: the header and every flag with its default.
@@ -167,6 +169,9 @@ func parseFlags(args []string) (*options, error) {
 	pools, err := parsePools(r.pools)
 	if err != nil {
 		return nil, fmt.Errorf("--pools: %w", err)
+	}
+	if o.fleet.Volumes, err = parseVolumes(r.volumes); err != nil {
+		return nil, fmt.Errorf("--volume: %w", err)
 	}
 	httpEcho, err := parsePorts(r.echoPorts)
 	if err != nil {

@@ -21,6 +21,9 @@ type Spec struct {
 	// stable id (see TemplateID).
 	Name       string
 	TemplateID string
+	// Tags are the tags the build publishes under; the first is the one
+	// its name carried (DefaultTag when it carried none).
+	Tags []string
 	// Size is the sandbox size the template is built and served at.
 	Size string
 	// CPUCount and MemoryMB are the figures of Size, reported back.

@@ -27,24 +27,77 @@ func ValidName(name string) error {
 // sandboxd, so they never mix with pool images.
 const publishedPrefix = "e2b/"
 
-// PublishedName is the sandboxd template name a build of name in
-// namespace is promoted under: the namespace in the name scopes it.
-func PublishedName(namespace, name string) string {
-	return publishedPrefix + namespace + "/" + name
+// DefaultTag is the tag of a template named without one, as in e2b.
+const DefaultTag = "default"
+
+// maxPublishedName is sandboxd's bound on a template name (its claim name
+// grammar allows 63 characters).
+const maxPublishedName = 63
+
+// tagRE is a template tag: e2b's tags are short version labels ("v1.2",
+// "production").
+var tagRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+
+// ValidTag refuses a tag no template may carry.
+func ValidTag(tag string) error {
+	if !tagRE.MatchString(tag) {
+		return errors.New("a template tag is 1-32 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
 }
 
-// ParsePublished splits a sandboxd template name back into its namespace
-// and name; ok is false for names the surface did not publish.
-func ParsePublished(published string) (namespace, name string, ok bool) {
+// SplitRef splits a template reference "name:tag" (or "id:tag") into its
+// parts; a reference without a tag names DefaultTag.
+func SplitRef(ref string) (base, tag string) {
+	if i := strings.LastIndexByte(ref, ':'); i >= 0 {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, DefaultTag
+}
+
+// PublishedName is the sandboxd template name a build of name in
+// namespace is promoted under for tag: the namespace in the name scopes
+// it, and each tag is its own promoted template, so moving a tag is one
+// re-promote, which sandboxd makes atomic on the node. The default tag
+// keeps the bare name.
+func PublishedName(namespace, name, tag string) string {
+	if tag == DefaultTag {
+		return publishedPrefix + namespace + "/" + name
+	}
+	return publishedPrefix + namespace + "/" + name + ":" + tag
+}
+
+// CheckPublished refuses a namespace, name and tag whose published name
+// sandboxd would not take.
+func CheckPublished(namespace, name, tag string) error {
+	if p := PublishedName(namespace, name, tag); len(p) > maxPublishedName {
+		return fmt.Errorf("the template's name and tag are too long for this namespace: %q has %d characters, sandboxd takes %d", p, len(p), maxPublishedName)
+	}
+	return nil
+}
+
+// ParsePublished splits a sandboxd template name back into its namespace,
+// name and tag; ok is false for names the surface did not publish.
+func ParsePublished(published string) (namespace, name, tag string, ok bool) {
 	rest, ok := strings.CutPrefix(published, publishedPrefix)
 	if !ok {
-		return "", "", false
+		return "", "", "", false
 	}
-	namespace, name, ok = strings.Cut(rest, "/")
-	if !ok || namespace == "" || ValidName(name) != nil {
-		return "", "", false
+	namespace, rest, ok = strings.Cut(rest, "/")
+	if !ok || namespace == "" {
+		return "", "", "", false
 	}
-	return namespace, name, true
+	name, tag = rest, DefaultTag
+	if i := strings.IndexByte(rest, ':'); i >= 0 {
+		name, tag = rest[:i], rest[i+1:]
+		if tag == DefaultTag || ValidTag(tag) != nil {
+			return "", "", "", false
+		}
+	}
+	if ValidName(name) != nil {
+		return "", "", "", false
+	}
+	return namespace, name, tag, true
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

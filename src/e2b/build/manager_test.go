@@ -221,12 +221,29 @@ func TestNamesAndIDs(t *testing.T) {
 	if id == build.TemplateID("other", "my-template") || id != build.TemplateID("ns", "my-template") {
 		t.Fatal("template ids must be stable per namespace and differ across namespaces")
 	}
-	ns, name, ok := build.ParsePublished(build.PublishedName("ns", "my-template"))
-	if !ok || ns != "ns" || name != "my-template" {
-		t.Fatalf("round trip: %q %q %v", ns, name, ok)
+	for _, tag := range []string{build.DefaultTag, "v1.2"} {
+		ns, name, got, ok := build.ParsePublished(build.PublishedName("ns", "my-template", tag))
+		if !ok || ns != "ns" || name != "my-template" || got != tag {
+			t.Fatalf("round trip of tag %q: %q %q %q %v", tag, ns, name, got, ok)
+		}
 	}
-	for _, bad := range []string{"ubuntu:24.04", "e2b/", "e2b/ns", "e2b//x", "e2b/ns/UPPER", "e2b/ns/a/b"} {
-		if _, _, ok := build.ParsePublished(bad); ok {
+	if build.PublishedName("ns", "t", build.DefaultTag) != "e2b/ns/t" {
+		t.Fatal("the default tag must keep the bare published name, which earlier builds used")
+	}
+	if base, tag := build.SplitRef("t:v1"); base != "t" || tag != "v1" {
+		t.Fatalf("SplitRef(t:v1) = %q %q", base, tag)
+	}
+	if base, tag := build.SplitRef("t"); base != "t" || tag != build.DefaultTag {
+		t.Fatalf("SplitRef(t) = %q %q", base, tag)
+	}
+	if build.CheckPublished("ns", strings.Repeat("a", 50), "v1") != nil {
+		t.Fatal("a published name of 60 characters must be taken")
+	}
+	if build.CheckPublished("a-long-namespace", strings.Repeat("a", 50), "v1") == nil {
+		t.Fatal("a published name over sandboxd's 63 characters must be refused")
+	}
+	for _, bad := range []string{"ubuntu:24.04", "e2b/", "e2b/ns", "e2b//x", "e2b/ns/UPPER", "e2b/ns/a/b", "e2b/ns/t:default", "e2b/ns/t:BAD", "e2b/ns/t:"} {
+		if _, _, _, ok := build.ParsePublished(bad); ok {
 			t.Errorf("ParsePublished(%q) accepted a name the surface never publishes", bad)
 		}
 	}

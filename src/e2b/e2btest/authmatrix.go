@@ -329,7 +329,6 @@ func rules(base string) map[string]rule {
 		b:    hidden, echoes: true, wantA: http.StatusCreated,
 	}
 	showSandbox := func(o Objects) []string { return []string{o.Sandbox} }
-	tags := instance{body: lit(`{"target":"x","tags":["v1"]}`), b: likeA, wantA: http.StatusNotImplemented}
 	table := map[string]rule{
 		"GET /health": {auth: "none", phase: read, instances: []instance{{b: likeA, wantA: http.StatusOK}}},
 		"/": {auth: "none", phase: read, instances: []instance{
@@ -369,10 +368,18 @@ func rules(base string) map[string]rule {
 		}},
 		"GET /templates/{first}/{second}": {auth: "key", phase: read, instances: []instance{
 			named(aliasVars, "", http.StatusOK),
-			{vars: tagsVars, b: likeA, wantA: http.StatusNotImplemented},
+			named(tagsVars, "", http.StatusOK),
 		}},
-		"POST /templates/tags":   keyed(change, tags),
-		"DELETE /templates/tags": keyed(change, tags),
+		// A tags its template; B naming it finds nothing in its namespace.
+		"POST /templates/tags": keyed(change, instance{
+			body: func(o Objects) string { return `{"target":"` + o.TemplateName + `","tags":["matrix-tag"]}` },
+			b:    hidden, wantA: http.StatusCreated,
+		}),
+		// A tag no one assigned: the same 404 for A and B.
+		"DELETE /templates/tags": keyed(change, instance{
+			body: func(o Objects) string { return `{"name":"` + o.TemplateName + `","tags":["matrix-absent"]}` },
+			b:    likeA, wantA: http.StatusNotFound,
+		}),
 		// B requests a build of its own: it lands in B's namespace.
 		"POST /v3/templates": keyed(change, instance{body: lit(`{"name":"matrix-new"}`), b: own, wantA: http.StatusAccepted}),
 
@@ -409,12 +416,13 @@ func rules(base string) map[string]rule {
 		"GET /teams":                         refused(http.StatusNotImplemented, nil),
 		"GET /teams/{teamID}/metrics":        refused(http.StatusNotImplemented, fixed("teamID")),
 		"GET /teams/{teamID}/metrics/max":    refused(http.StatusNotImplemented, fixed("teamID")),
-		"GET /volumes":                       refused(http.StatusNotImplemented, nil),
-		"POST /volumes":                      refused(http.StatusNotImplemented, nil),
-		"GET /volumes/{volumeID}":            refused(http.StatusNotImplemented, fixed("volumeID")),
-		"DELETE /volumes/{volumeID}":         refused(http.StatusNotImplemented, fixed("volumeID")),
-		"PATCH /templates/{templateID}":      refused(http.StatusBadRequest, templateVar),
-		"PATCH /v2/templates/{templateID}":   refused(http.StatusBadRequest, templateVar),
+		// The catalog is the node operator's: the same for every key.
+		"GET /volumes":                     keyed(read, instance{b: likeA, wantA: http.StatusOK}),
+		"POST /volumes":                    refused(http.StatusBadRequest, nil),
+		"GET /volumes/{volumeID}":          refused(http.StatusNotImplemented, fixed("volumeID")),
+		"DELETE /volumes/{volumeID}":       refused(http.StatusBadRequest, fixed("volumeID")),
+		"PATCH /templates/{templateID}":    refused(http.StatusBadRequest, templateVar),
+		"PATCH /v2/templates/{templateID}": refused(http.StatusBadRequest, templateVar),
 	} {
 		table[pattern] = r
 	}

@@ -43,6 +43,8 @@ type Config struct {
 
 	RootToken string
 	Tenants   []node.Tenant
+	// Volumes is every node's dataset-volume catalog (node.Config.Volumes).
+	Volumes []node.Volume
 
 	// Pools is every node's initial pool set.
 	Pools              []sandboxd.PoolSpec
@@ -177,6 +179,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			AdvertiseHost:      cfg.AdvertiseHost,
 			RootToken:          cfg.RootToken,
 			Tenants:            cfg.Tenants,
+			Volumes:            cfg.Volumes,
 			MaxClaims:          cfg.MaxClaims,
 			MaxForkCount:       cfg.MaxForkCount,
 			Pools:              cfg.Pools,

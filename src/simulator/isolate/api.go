@@ -50,6 +50,22 @@ type Spec struct {
 	// Stdout and Stderr receive the output of the sandbox's init and
 	// program; nil discards it.
 	Stdout, Stderr io.Writer
+	// Mounts are host directories bound into the sandbox's root
+	// filesystem, in order, before its program starts.
+	Mounts []Mount
+}
+
+// Mount binds a host directory into a sandbox.
+type Mount struct {
+	// Source is an absolute host directory.
+	Source string
+	// Target is the absolute, clean path inside the sandbox; missing
+	// directories on the way are created in the writable layer. It may not
+	// be /, nor lie under /proc, /dev or /tmp, which the sandbox mounts
+	// itself.
+	Target string
+	// ReadOnly makes the bind read-only inside the sandbox.
+	ReadOnly bool
 }
 
 // ErrNoFreezer is returned by Freeze and Thaw when the sandbox has no cgroup

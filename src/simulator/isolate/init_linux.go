@@ -52,6 +52,7 @@ type initSpec struct {
 	Program  string
 	Config   []byte
 	Rootless bool
+	Mounts   []Mount
 }
 
 // initStatus reports the end of setup to the host.

@@ -40,7 +40,7 @@ func buildRoot(s *initSpec) error {
 	if err := unix.Mount("tmpfs", filepath.Join(s.Merged, "tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
-	return nil
+	return bindMounts(s.Merged, s.Mounts)
 }
 
 // overlayOptions builds the overlay mount data. Inside a user namespace the

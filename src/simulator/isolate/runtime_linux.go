@@ -141,6 +141,9 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	if err := checkOverlayPath(rootfs); err != nil {
 		return nil, err
 	}
+	if err := checkMounts(spec.Mounts); err != nil {
+		return nil, err
+	}
 
 	r.mu.Lock()
 	if _, dup := r.sandboxes[spec.ID]; dup {
@@ -249,7 +252,7 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		ID: spec.ID, Hostname: hostname, RootFS: rootfs,
 		Upper: s.upper, Work: work, Merged: merged,
 		User: spec.User, Program: spec.Program, Config: spec.Config,
-		Rootless: r.rootless,
+		Rootless: r.rootless, Mounts: spec.Mounts,
 	})
 	if err != nil {
 		return nil, err

@@ -31,6 +31,12 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/drain", n.handleDrain(true))
 	mux.HandleFunc("DELETE /v1/drain", n.handleDrain(false))
 	mux.HandleFunc("GET /v1/peers", n.handlePeers)
+	mux.HandleFunc("GET /v1/volumes", n.handleVolumes)
+	mux.HandleFunc("PUT /v1/templates/labels", n.handleTemplateLabels)
+	mux.HandleFunc("GET /v1/tenants", n.handleTenants)
+	mux.HandleFunc("PUT /v1/tenants", n.handleReplaceTenants)
+	mux.HandleFunc("PUT /v1/tenants/{name}", n.handlePutTenant)
+	mux.HandleFunc("DELETE /v1/tenants/{name}", n.handleDeleteTenant)
 	mux.HandleFunc("GET /v1/sandboxes", n.handleSandboxes)
 	mux.HandleFunc("GET /v1/sandboxes/{id}", n.handleSandbox)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/stats", n.handleStats)
@@ -40,6 +46,10 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{id}/hibernate", n.handleHibernate)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/wake", n.handleWake)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/renew", n.handleRenew)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", n.handleExec)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/env", n.handleGetEnv)
+	mux.HandleFunc("PUT /v1/sandboxes/{id}/env", n.handleSetEnv(false))
+	mux.HandleFunc("PATCH /v1/sandboxes/{id}/env", n.handleSetEnv(true))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", n.handleFork)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/checkpoint", n.handleCheckpoint)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/promote", n.handlePromote)
@@ -98,14 +108,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) 
 	return nil
 }
 
-// claimBody is the claim request plus the volume fields the simulator has
-// no catalog for. RawMetadata shadows ClaimRequest.Metadata so
-// decodeMetadata sees the bytes as sent.
+// claimBody is the claim request. RawMetadata shadows
+// ClaimRequest.Metadata so decodeMetadata sees the bytes as sent.
 type claimBody struct {
 	sandboxd.ClaimRequest
-	RawMetadata       json.RawMessage `json:"metadata"`
-	Volumes           json.RawMessage `json:"volumes"`
-	VolumesAttachOnly bool            `json:"volumes_attach_only"`
+	RawMetadata json.RawMessage `json:"metadata"`
+	RawEnv      json.RawMessage `json:"env"` // decoded as sent: checkClaimOptions
 }
 
 func (n *Node) handleClaim(w http.ResponseWriter, r *http.Request) {
@@ -118,19 +126,24 @@ func (n *Node) handleClaim(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if body.VolumesAttachOnly || (len(body.Volumes) > 0 && string(body.Volumes) != "null" && string(body.Volumes) != "[]") {
-		// No catalog here: unknown and forbidden volumes read the same.
-		writeError(w, errorf(http.StatusBadRequest, "unknown or forbidden volume"))
+	// Before any redirect: a body refused here is refused everywhere.
+	vols, aerr := n.resolveVolumes(c, body.Volumes, body.VolumesAttachOnly)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
-	// Before any redirect: a body refused here is refused everywhere.
+	body.Volumes = vols
 	md, aerr := decodeMetadata(body.RawMetadata)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
 	body.Metadata = md
-	resp, err := n.claim(r.Context(), c, body.ClaimRequest)
+	if aerr := checkClaimOptions(&body.ClaimRequest, body.RawEnv); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	resp, err := n.claimWithVolumes(r.Context(), c, body.ClaimRequest)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -323,7 +336,7 @@ func (n *Node) handleRenew(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	deadline, err := n.renew(r.PathValue("id"), bearerToken(r), body.TTLSeconds)
+	deadline, err := n.renew(r.PathValue("id"), bearerToken(r), body.TTLSeconds, body.OnExpire)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -432,6 +445,7 @@ func (n *Node) handleDeleteCheckpoint(w http.ResponseWriter, r *http.Request) {
 type checkpointClaimBody struct {
 	sandboxd.CheckpointClaimRequest
 	RawMetadata json.RawMessage `json:"metadata"`
+	RawEnv      json.RawMessage `json:"env"`
 }
 
 func (n *Node) handleCheckpointClaim(w http.ResponseWriter, r *http.Request) {
@@ -450,6 +464,16 @@ func (n *Node) handleCheckpointClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body.Metadata = md
+	// A checkpoint's key never refuses archive: the egress lane and volume
+	// claims take no checkpoints.
+	if aerr := checkOnExpire(body.OnExpire, sandbox.PoolKey{}, nil); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if body.Env, aerr = decodeEnv(body.RawEnv); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	resp, err := n.claimCheckpoint(r.Context(), c, r.PathValue("id"), body.CheckpointClaimRequest)
 	if err != nil {
 		writeError(w, err)

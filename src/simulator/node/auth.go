@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // callerKind is who presented the request's bearer token.
@@ -34,16 +35,21 @@ func (c caller) tenantName() string {
 }
 
 type tenantCred struct {
-	name      string
-	maxClaims int
-	digest    [sha256.Size]byte
+	name        string
+	maxClaims   int
+	egressClass string
+	digest      [sha256.Size]byte
 }
 
 // credentials compares presented tokens in constant time. Tokens are kept
 // only as SHA-256 digests so a compare leaks neither content nor length.
+// The tenant set changes at runtime (tenants.go); mu guards it, and every
+// request reads the set current when it arrives.
 type credentials struct {
 	hasRoot bool
 	root    [sha256.Size]byte
+
+	mu      sync.RWMutex
 	tenants []tenantCred
 }
 
@@ -54,7 +60,7 @@ func newCredentials(rootToken string, tenants []Tenant) *credentials {
 		c.root = sha256.Sum256([]byte(rootToken))
 	}
 	for _, t := range tenants {
-		c.tenants = append(c.tenants, tenantCred{name: t.Name, maxClaims: t.MaxClaims, digest: sha256.Sum256([]byte(t.Token))})
+		c.tenants = append(c.tenants, tenantCred{name: t.Name, maxClaims: t.MaxClaims, egressClass: t.EgressClass, digest: sha256.Sum256([]byte(t.Token))})
 	}
 	return c
 }
@@ -75,6 +81,7 @@ func (c *credentials) identify(token string) caller {
 	}
 	if token != "" {
 		d := sha256.Sum256([]byte(token))
+		c.mu.RLock()
 		match := -1
 		for i := range c.tenants {
 			// Compare against every tenant so timing does not say which.
@@ -82,8 +89,13 @@ func (c *credentials) identify(token string) caller {
 				match = i
 			}
 		}
+		var name string
 		if match >= 0 {
-			return caller{kind: callerTenant, tenant: c.tenants[match].name}
+			name = c.tenants[match].name
+		}
+		c.mu.RUnlock()
+		if match >= 0 {
+			return caller{kind: callerTenant, tenant: name}
 		}
 	}
 	if !c.hasRoot {
@@ -93,6 +105,8 @@ func (c *credentials) identify(token string) caller {
 }
 
 func (c *credentials) tenantMax(name string) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	for _, t := range c.tenants {
 		if t.name == name {
 			return t.maxClaims

@@ -39,6 +39,9 @@ func (n *Node) createCheckpoint(c caller, id string, req sandboxd.CheckpointRequ
 	if aerr == nil {
 		aerr = staysLive(sb, "checkpoint")
 	}
+	if aerr == nil {
+		aerr = refuseArchived(sb, "checkpoint")
+	}
 	if aerr != nil {
 		n.mu.Unlock()
 		return sandboxd.Checkpoint{}, aerr
@@ -154,7 +157,7 @@ func (n *Node) claimCheckpoint(ctx context.Context, c caller, id string, req san
 	start := time.Now()
 	// The branch is labelled by this request alone: the source's metadata
 	// described the source.
-	lbl := labels{ref: req.ClaimRef, metadata: req.Metadata}
+	lbl := labels{ref: req.ClaimRef, metadata: req.Metadata, opts: claimOptions{onExpire: req.OnExpire, env: req.Env}}
 	sb, tier, aerr := n.provision(ctx, ck.rec.Key, c.tenantName(), lbl, lease, origin{checkpoint: ck.rec.ID})
 	if aerr != nil {
 		return sandboxd.ClaimResponse{}, aerr

@@ -85,7 +85,7 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 		n.mu.Unlock()
 		return n.claimPromoted(ctx, tenant, req, key, tp, p != nil, lease, start)
 	}
-	if p != nil && len(p.warm) > 0 {
+	if p != nil && len(p.warm) > 0 && n.warmFits(req) {
 		vm := p.warm[len(p.warm)-1]
 		p.warm = p.warm[:len(p.warm)-1]
 		sb := n.newSandboxLocked(key, vm, tenant, labelsOf(req), lease, "")
@@ -130,10 +130,12 @@ func (n *Node) claim(ctx context.Context, c caller, req sandboxd.ClaimRequest) (
 type labels struct {
 	ref      string
 	metadata map[string]string
+	opts     claimOptions           // checked by the handler (claimOptionsOf)
+	volumes  []sandboxd.VolumeMount // applied by the handler (resolveVolumes)
 }
 
 func labelsOf(req sandboxd.ClaimRequest) labels {
-	return labels{ref: req.ClaimRef, metadata: req.Metadata}
+	return labels{ref: req.ClaimRef, metadata: req.Metadata, opts: claimOptionsOf(req), volumes: req.Volumes}
 }
 
 // origin is what a provisioned sandbox's disk starts from: a checkpoint
@@ -173,7 +175,7 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant string
 	var wm *warmMachine
 	if n.cfg.Isolation != nil {
 		id := newSandboxID()
-		m, err := n.startMachine(ctx, id, key, from)
+		m, err := n.startMachine(ctx, id, key, from, n.machineMounts(lbl.volumes)...)
 		if err != nil {
 			n.log.Warn("provision: starting the machine failed", "node", n.cfg.Name, "err", err)
 			n.mu.Lock()
@@ -244,7 +246,10 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant string, lbl labe
 		deadline:       now.Add(lease),
 		lease:          lease,
 		lastActive:     now,
+		claimOptions:   lbl.opts,
+		volumes:        lbl.volumes,
 	}
+	n.adoptVolumesLocked(sb)
 	if p := n.pools[key]; p != nil {
 		sb.idleHibernate = p.idleHibernate
 	}
@@ -263,6 +268,7 @@ func (n *Node) claimResponse(sb *claimed) sandboxd.ClaimResponse {
 	return sandboxd.ClaimResponse{
 		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr,
 		TemplateDigest: sb.templateDigest, FromCheckpoint: sb.fromCheckpoint,
+		NetRoute: netRoute(sb.key, sb.claimOptions), Volumes: sb.volumes,
 	}
 }
 
@@ -270,6 +276,9 @@ func (n *Node) claimOf(sb *claimed) sandboxd.Claim {
 	return sandboxd.Claim{
 		ID: sb.id, Token: sb.token, Deadline: sb.deadline, OwnerAddr: n.addr,
 		TemplateDigest: sb.templateDigest, FromCheckpoint: sb.fromCheckpoint,
+		// No net_route: a fork child's entry is only id, token, deadline
+		// and owner_addr in the contract.
+		Volumes: sb.volumes,
 	}
 }
 

@@ -22,6 +22,9 @@ type Tenant struct {
 	Token string
 	// MaxClaims caps the tenant's live claims on this node; 0 is unlimited.
 	MaxClaims int
+	// EgressClass names the egress class the tenant's claims get. The
+	// simulator filters no egress, so it is recorded and listed only.
+	EgressClass string
 }
 
 // SandboxInfo describes a claimed sandbox to a guest when the guest starts.
@@ -126,6 +129,10 @@ type Config struct {
 	MaxTTL     time.Duration
 	// ReapInterval is how often expired leases are reaped; default 1 s.
 	ReapInterval time.Duration
+	// ArchiveDeleteAfter is how long an archived sandbox (on_expire
+	// archive) is kept before it is deleted (archive_delete_after); 0
+	// keeps it until it is released.
+	ArchiveDeleteAfter time.Duration
 
 	// EgressAttachment makes the node serve the egress lane (net
 	// "egress": claims and pools) like a node configured with an egress
@@ -134,6 +141,10 @@ type Config struct {
 	// which is the egress lane's promise. The e2b SDK's default create
 	// asks for this lane.
 	EgressAttachment bool
+
+	// Volumes is the node's dataset-volume catalog (GET /v1/volumes and a
+	// claim's volumes); see Volume.
+	Volumes []Volume
 
 	// Sizes are the accepted size tiers; default sandbox.SizeTiers().
 	Sizes map[string]sandbox.SizeTier
@@ -205,7 +216,7 @@ func (c *Config) applyDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.MaxClaims < 0 || c.RefillDelay < 0 || c.ColdProvisionDelay < 0 {
+	if c.MaxClaims < 0 || c.RefillDelay < 0 || c.ColdProvisionDelay < 0 || c.ArchiveDeleteAfter < 0 {
 		return errors.New("node: MaxClaims and delays must not be negative")
 	}
 	seen := map[string]bool{}
@@ -217,6 +228,12 @@ func (c *Config) applyDefaults() error {
 			return fmt.Errorf("node: duplicate tenant %q", t.Name)
 		}
 		seen[t.Name] = true
+	}
+	if err := checkInitialTenants(c.RootToken, c.Tenants); err != nil {
+		return err
+	}
+	if err := validateCatalog(c.Volumes); err != nil {
+		return err
 	}
 	ports := map[int]bool{}
 	for _, g := range c.Guests {

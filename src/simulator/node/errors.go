@@ -33,7 +33,7 @@ var (
 	errNoCheckpoint    = &apiError{http.StatusNotFound, "checkpoint not found"}
 	errUnknownTemplate = &apiError{http.StatusNotFound, "unknown template"}
 	errGuestNoListen   = &apiError{http.StatusBadGateway, "guest unreachable"}
-	errPaused          = &apiError{http.StatusBadGateway, "sandbox is paused"}
+	errPaused          = &apiError{http.StatusConflict, "sandbox is paused"}
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -26,7 +26,7 @@ func (m staticMesh) Peers(*node.Node) []node.Peer { return m }
 
 // Reasons a documented key may be absent from a simulator answer.
 const (
-	whyNoVolumes   = "the simulator has no volume catalog, so no claim carries volumes"
+	whyNoVolumes   = "absent for a claim without volumes (volume claims: golden_volumes_test.go)"
 	whyNoDigest    = "absent for configured pools, cold boots, forks and checkpoints"
 	whyNoCapacity  = "omitted while refill is not capacity-blocked"
 	whyOrdinary    = "ordinary redirects omit require_promoted"
@@ -40,6 +40,7 @@ var (
 	rowOptional   = map[string]string{
 		"claimed_at": whyRowOptional, "archived": whyRowOptional, "from_checkpoint": whyRowOptional,
 		"claim_ref": whyRowOptional, "volumes": whyNoVolumes,
+		"metadata": whyRowOptional, "on_expire": whyRowOptional,
 	}
 )
 

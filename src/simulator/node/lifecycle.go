@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ func (n *Node) removeLocked(sb *claimed) {
 		}
 	}
 	n.closeRelaysLocked(sb)
+	n.dropVolumesLocked(sb.id, sb.volumes)
 }
 
 // destroy stops a removed sandbox's guests and deletes its scratch
@@ -96,7 +98,7 @@ func (n *Node) wake(id, bearer string) *apiError {
 	if err != nil {
 		return err
 	}
-	n.wakeLocked(sb)
+	n.resumeLocked(sb) // an archived sandbox gets a fresh lease
 	return nil
 }
 
@@ -114,16 +116,31 @@ func (n *Node) wakeLocked(sb *claimed) {
 	n.stats.wakeNanos.Add(int64(time.Since(start)))
 }
 
-func (n *Node) renew(id, bearer string, ttlSeconds int) (time.Time, *apiError) {
+// renew resets the lease and, when onExpire is set, switches the expiry
+// action. An archived sandbox is refused: its deadline is the archive's
+// retention, which a lease must not overwrite.
+func (n *Node) renew(id, bearer string, ttlSeconds int, onExpire string) (time.Time, *apiError) {
 	lease, aerr := n.grantTTL(ttlSeconds)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sb, err := n.sandboxByTokenLocked(id, bearer, true)
+	if err == nil && !n.creds.isRoot(bearer) && n.tenantRemovedLocked(sb) {
+		err = errTenantRemoved // root still renews it
+	}
 	if err != nil {
 		return time.Time{}, err
 	}
+	if aerr == nil {
+		aerr = checkOnExpire(onExpire, sb.key, sb.volumes)
+	}
+	if aerr == nil && sb.archived {
+		aerr = errorf(http.StatusConflict, "renew: the sandbox is archived; wake it first")
+	}
 	if aerr != nil {
 		return time.Time{}, aerr
+	}
+	if onExpire != "" {
+		sb.onExpire = onExpire
 	}
 	sb.lease = lease
 	sb.deadline = n.cfg.Clock.Now().Add(lease)
@@ -148,10 +165,15 @@ func (n *Node) parentLocked(c caller, id, bodyToken string) (*claimed, *apiError
 // staysLive refuses the verbs that snapshot a sandbox on the egress lane.
 // sandboxd keeps those guests live from claim to release: a resume from a
 // snapshot would run the guest before its fresh NIC is locked again, so
-// hibernate, fork, checkpoint (and promote) answer 409 there.
+// hibernate, fork, checkpoint (and promote) answer 409 there. A sandbox
+// with volumes attached is refused the same verbs: its disks cannot be
+// captured with it, and a resumed copy would hold a volume twice.
 func staysLive(sb *claimed, verb string) *apiError {
 	if sb.key.Net == netEgress {
 		return errorf(http.StatusConflict, "%s: egress-lane sandboxes stay live (no hibernate, fork, checkpoint or promote)", verb)
+	}
+	if len(sb.volumes) > 0 {
+		return errorf(http.StatusConflict, "%s: sandboxes with volumes attached stay live (no hibernate, fork, checkpoint or promote)", verb)
 	}
 	return nil
 }
@@ -166,13 +188,26 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 	}
 	n.mu.Lock()
 	parent, aerr := n.parentLocked(c, id, req.Token)
+	if aerr == nil && req.Token != "" && n.tenantRemovedLocked(parent) {
+		aerr = errTenantRemoved // the sandbox's own token; root by id still forks
+	}
 	if aerr == nil {
 		aerr = staysLive(parent, "fork")
+	}
+	if aerr == nil {
+		aerr = refuseArchived(parent, "fork")
+	}
+	if aerr == nil {
+		aerr = checkOnExpire(req.OnExpire, parent.key, parent.volumes)
 	}
 	if aerr != nil {
 		n.mu.Unlock()
 		return nil, aerr
 	}
+	// Children inherit the parent's on_expire and "egress": false; the
+	// body's on_expire overrides the inherited action. The claim env is
+	// not inherited: the contract names no such edge.
+	childOpts := claimOptions{onExpire: cmp.Or(req.OnExpire, parent.onExpire), noEgress: parent.noEgress}
 	// Children count against the parent's tenant, whoever calls.
 	if aerr := n.admitLocked(parent.tenant, req.Count); aerr != nil {
 		n.mu.Unlock()
@@ -183,7 +218,7 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 	for range req.Count {
 		// Children inherit the parent's metadata (sandboxd's current
 		// fork): the map is never written after a claim, so it is shared.
-		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, labels{metadata: parent.metadata}, lease, "")
+		child := n.newSandboxLocked(parent.key, newVMName(), parent.tenant, labels{metadata: parent.metadata, opts: childOpts}, lease, "")
 		if req.ClaimRefPrefix != "" {
 			child.claimRef = req.ClaimRefPrefix + child.id
 		}
@@ -233,10 +268,18 @@ func (n *Node) ReapExpired() int {
 	n.mu.Lock()
 	for _, sb := range n.sandboxes {
 		switch {
-		case !now.Before(sb.deadline):
-			n.removeLocked(sb)
-			reaped = append(reaped, sb)
-		case sb.idleHibernate > 0 && sb.key.Net != netEgress && !sb.hibernated && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
+		case leaseEnded(sb, now):
+			// on_expire archive hibernates and archives instead; an
+			// archive whose retention ended is deleted.
+			destroy, stop := n.expireLocked(sb, now)
+			switch {
+			case destroy:
+				n.removeLocked(sb)
+				reaped = append(reaped, sb)
+			case stop:
+				hibernated = append(hibernated, sb)
+			}
+		case sb.idleHibernate > 0 && sb.key.Net != netEgress && len(sb.volumes) == 0 && !sb.hibernated && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
 			n.hibernateLocked(sb)
 			hibernated = append(hibernated, sb)
 		}

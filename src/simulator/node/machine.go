@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 )
 
@@ -33,6 +34,10 @@ type Isolation struct {
 	// Deliver hands a claim (the sandbox id and its token) to a started
 	// machine's program.
 	Deliver func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), id, token string) error
+	// Exec runs a buffered exec inside a claimed machine (its token is the
+	// claim's) and returns the result, or an *sandboxd.APIError carrying
+	// the status the node answers. Nil answers the buffered exec 502.
+	Exec func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), token string, req sandboxd.ExecRequest) (*sandboxd.ExecResult, error)
 }
 
 // deliverTimeout bounds handing a claim to a machine's program.
@@ -46,13 +51,13 @@ type warmMachine struct {
 }
 
 // startMachine starts a machine for sandbox id of key, seeded from the
-// disk state in from ("" for a fresh one). It blocks for the start, so
-// never under n.mu.
-func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey, from string) (*isolate.Sandbox, error) {
+// disk state in from ("" for a fresh one), with mounts bound in (a claim's
+// volumes). It blocks for the start, so never under n.mu.
+func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey, from string, mounts ...isolate.Mount) (*isolate.Sandbox, error) {
 	iso := n.cfg.Isolation
 	spec := isolate.Spec{
 		ID: id, RootFS: iso.RootFS, From: from, User: iso.User,
-		Program: iso.Program, Config: iso.Config,
+		Program: iso.Program, Config: iso.Config, Mounts: mounts,
 	}
 	if dns, ok := sandbox.DNSID(id); ok {
 		spec.Hostname = dns

@@ -13,16 +13,17 @@ type counter = atomic.Int64
 
 // counters are the node's monotonic event counts.
 type counters struct {
-	claimsWarm, claimsClone, claimsCold counter
-	claimNanos                          counter
-	redirects, refused                  counter
-	releases, reaps, renews             counter
-	hibernates, wakes, wakeNanos        counter
-	forks, forkChildren                 counter
-	checkpoints, checkpointClaims       counter
-	promotes, templateClaims            counter
-	sandboxGets, ownerLookups           counter
-	relayRequests, relays               counter
+	claimsWarm, claimsClone, claimsCold  counter
+	claimNanos                           counter
+	redirects, refused                   counter
+	releases, reaps, renews              counter
+	hibernates, wakes, wakeNanos         counter
+	forks, forkChildren                  counter
+	checkpoints, checkpointClaims        counter
+	promotes, templateClaims             counter
+	sandboxGets, ownerLookups            counter
+	relayRequests, relays                counter
+	archives, unarchives, archiveDeletes counter
 }
 
 // Counters is a snapshot of a node's event counts, for tests that assert
@@ -47,6 +48,10 @@ type Counters struct {
 	// RelayRequests counts relay requests, any outcome; Relays those that
 	// reached a guest.
 	RelayRequests, Relays int64
+	// Archives counts sandboxes archived at their deadline, Unarchives
+	// those restored from the archive, ArchiveDeletes those deleted when
+	// their retention ended.
+	Archives, Unarchives, ArchiveDeletes int64
 }
 
 // Counters returns the node's event counts.
@@ -62,6 +67,7 @@ func (n *Node) Counters() Counters {
 		Promotes: s.promotes.Load(), TemplateClaims: s.templateClaims.Load(),
 		SandboxGets: s.sandboxGets.Load(), OwnerLookups: s.ownerLookups.Load(),
 		RelayRequests: s.relayRequests.Load(), Relays: s.relays.Load(),
+		Archives: s.archives.Load(), Unarchives: s.unarchives.Load(), ArchiveDeletes: s.archiveDeletes.Load(),
 	}
 }
 
@@ -131,6 +137,9 @@ func (n *Node) renderMetrics() string {
 		{"sandboxd_renews_total", "Leases renewed.", c.Renews},
 		{"sandboxd_hibernates_total", "Sandboxes hibernated.", c.Hibernates},
 		{"sandboxd_wakes_total", "Sandboxes woken.", c.Wakes},
+		{"sandboxd_archives_total", "Sandboxes archived at their deadline.", c.Archives},
+		{"sandboxd_unarchives_total", "Archived sandboxes restored.", c.Unarchives},
+		{"sandboxd_archive_deletes_total", "Archived sandboxes deleted when their retention ended.", c.ArchiveDeletes},
 		{"sandboxd_forks_total", "Fork calls served.", c.Forks},
 		{"sandboxd_fork_children_total", "Sandboxes created by forks.", c.ForkChildren},
 		{"sandboxd_checkpoints_total", "Checkpoints created.", c.Checkpoints},

@@ -42,7 +42,8 @@ type Node struct {
 	checkpoints map[string]*checkpoint
 	templates   map[sandbox.PoolKey]*promoted
 	tenantLive  map[string]int
-	pending     int // claims provisioning outside the lock, counted against MaxClaims
+	volumeHolds volumeHolds // volumes.go
+	pending     int         // claims provisioning outside the lock, counted against MaxClaims
 	draining    bool
 	seq         uint64 // orders checkpoints created in the same clock tick
 	relays      map[*relay]struct{}

@@ -218,7 +218,10 @@ func (n *Node) info() sandboxd.Info {
 	}
 	slices.SortFunc(out.Pools, func(a, b sandboxd.PoolStatus) int { return cmp.Compare(a.Key.String(), b.Key.String()) })
 	for _, sb := range n.sandboxes {
-		if sb.hibernated {
+		switch {
+		case sb.archived: // its VM is gone from the node, not hibernated
+			out.Archived++
+		case sb.hibernated:
 			out.Hibernated++
 		}
 	}

@@ -38,9 +38,10 @@ func (n *Node) closeRelaysLocked(sb *claimed) {
 // servePort is GET /v1/sandboxes/{id}/ports/{port}: after 101 the
 // connection is a raw byte relay to the guest's 127.0.0.1:{port}.
 //
-// The sandbox's own token is the active path: a hibernated sandbox wakes.
-// The root token is passive: it reaches a running guest but answers 502
-// "sandbox is paused" rather than consuming a hibernate snapshot.
+// The sandbox's own token is the active path: a hibernated or archived
+// sandbox wakes (an archived one with a fresh lease). The root token is
+// passive: it reaches a running guest but answers 409 "sandbox is paused"
+// rather than consuming a hibernate snapshot or an archive.
 func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 	n.stats.relayRequests.Add(1)
 	id := r.PathValue("id")
@@ -79,7 +80,7 @@ func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errPaused)
 			return
 		}
-		n.wakeLocked(sb)
+		n.resumeLocked(sb)
 	}
 	info := SandboxInfo{ID: sb.id, Token: sb.token, Key: sb.key, ClaimRef: sb.claimRef, Tenant: sb.tenant}
 	guests := sb.guests

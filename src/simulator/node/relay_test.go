@@ -221,9 +221,9 @@ func TestRelayWakesOnOwnTokenAndRootStaysPassive(t *testing.T) {
 	if err := root.Hibernate(ctx, cl.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Root never consumes a hibernate snapshot.
+	// Root never consumes a hibernate snapshot: 409 at once.
 	_, err := root.DialPort(ctx, cl.ID, echoPort)
-	wantStatus(t, err, http.StatusBadGateway, sandboxd.ErrGuestUnreachable)
+	wantStatus(t, err, http.StatusConflict, sandboxd.ErrConflict)
 	if !strings.Contains(err.Error(), "sandbox is paused") {
 		t.Fatalf("passive relay refusal: %v", err)
 	}

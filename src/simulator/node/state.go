@@ -41,6 +41,9 @@ type claimed struct {
 	openRelays     int
 	idleHibernate  time.Duration
 	guests         *guestSet
+	claimOptions                          // on_expire, egress, env (archive.go)
+	volumes        []sandboxd.VolumeMount // as applied and echoed; never written after the claim
+	archiveState
 }
 
 // checkpoint is one captured sandbox state.
@@ -80,14 +83,18 @@ func newToken() string {
 func (sb *claimed) row(withToken bool) sandboxd.Sandbox {
 	claimedAt := sb.claimedAt
 	r := sandboxd.Sandbox{
-		ID:             sb.id,
-		Key:            sb.key,
-		Deadline:       sb.deadline,
-		ClaimedAt:      &claimedAt,
-		Hibernated:     sb.hibernated,
+		ID:        sb.id,
+		Key:       sb.key,
+		Deadline:  sb.deadline,
+		ClaimedAt: &claimedAt,
+		// An archived sandbox has no VM on the node, hibernated or not.
+		Hibernated:     sb.hibernated && !sb.archived,
+		Archived:       sb.archived,
 		FromCheckpoint: sb.fromCheckpoint,
 		ClaimRef:       sb.claimRef,
 		Metadata:       sb.metadata,
+		OnExpire:       sb.onExpire,
+		Volumes:        sb.volumes,
 	}
 	if withToken {
 		r.Token = sb.token

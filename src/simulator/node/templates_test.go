@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func TestPromoteThenClaimClonesTheDisk(t *testing.T) {
 		Key: promotedKey, ContentDigest: res.ContentDigest, Tenant: "team-a", CreatedAt: clock.Now(),
 		CPUCount: small.CPUCount, MemTotalBytes: small.MemoryBytes(),
 	}
-	if len(info.Templates) != 1 || info.Templates[0] != want {
+	if len(info.Templates) != 1 || !reflect.DeepEqual(info.Templates[0], want) {
 		t.Fatalf("info templates = %+v, want [%+v]", info.Templates, want)
 	}
 	metrics, _ := client(t, n, rootToken).Metrics(ctx)

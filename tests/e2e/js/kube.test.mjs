@@ -113,20 +113,41 @@ test('pause, pause again, then connect wakes the sandbox', async () => {
   await again.kill()
 })
 
-test('lifecycle onTimeout "pause" pauses the sandbox at its timeout; connect resumes it', async () => {
-  // The surface pauses an autoPause sandbox a few seconds before its
-  // timeout (5 s by default), so an 8 s timeout pauses within seconds.
-  const sbx = await create({ allowInternetAccess: false, timeoutMs: 8_000, lifecycle: { onTimeout: 'pause' } })
-  await sbx.files.write('auto.txt', 'survives the auto-pause')
+// waitPaused polls getInfo until the node has archived the sandbox at its
+// timeout (sandboxd reaps expired leases every second in the simulator).
+async function waitPaused (sbx) {
   const deadline = Date.now() + 60_000
   while ((await sbx.getInfo()).state !== 'paused') {
     assert.ok(Date.now() < deadline, 'the sandbox was not paused at its timeout')
-    await new Promise((r) => setTimeout(r, 250))
+    await new Promise((resolve) => setTimeout(resolve, 250))
   }
+}
+
+test('lifecycle onTimeout "pause" archives the sandbox at its timeout; connect wakes it with its files', async () => {
+  // The node itself archives the sandbox when the lease ends (the claim's
+  // on_expire "archive"): nothing in the server is scheduled.
+  const sbx = await create({ allowInternetAccess: false, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause' } })
+  await sbx.files.write('auto.txt', 'survives the archive')
+  await waitPaused(sbx)
+  const paused = await allPages(Sandbox.list({ query: { state: ['paused'] } }))
+  assert.ok(paused.some((s) => s.sandboxId === sbx.sandboxId), 'an archived sandbox is listed as paused')
+  await assert.rejects(sbx.files.read('auto.txt'), 'traffic to an archived sandbox without autoResume is refused')
+  assert.equal((await sbx.getInfo()).state, 'paused', 'traffic woke an archived sandbox created without autoResume')
   const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 })
   assert.equal((await again.getInfo()).state, 'running')
-  assert.equal(await again.files.read('auto.txt'), 'survives the auto-pause')
+  assert.equal(await again.files.read('auto.txt'), 'survives the archive')
   await again.kill()
+})
+
+test('with autoResume, a request through the envd proxy wakes a sandbox archived at its timeout', async () => {
+  const sbx = await create({ allowInternetAccess: false, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  await sbx.files.write('woken.txt', 'woken from the archive')
+  await waitPaused(sbx)
+  assert.equal(await sbx.files.read('woken.txt'), 'woken from the archive')
+  const info = await sbx.getInfo()
+  assert.equal(info.state, 'running', 'the request through the data plane woke it')
+  assert.ok(info.endAt.getTime() > Date.now(), 'the wake granted a fresh lease')
+  await sbx.kill()
 })
 
 test('fork makes two sandboxes with the parent\'s files and metadata; the parent keeps running', async () => {

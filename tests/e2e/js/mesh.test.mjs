@@ -101,6 +101,26 @@ test('through the in-process data plane a paused sandbox wakes on traffic only w
   for (const sbx of [still, woken]) assert.equal(await sbx.kill(), true)
 })
 
+test('a sandbox archived at its timeout wakes on traffic with autoResume and stays paused without', async () => {
+  const still = await Sandbox.create({ allowInternetAccess: false, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause' } })
+  live.push(still)
+  const woken = await Sandbox.create({ allowInternetAccess: false, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  live.push(woken)
+  await woken.files.write('woken.txt', 'woken from the archive')
+  const deadline = Date.now() + 60_000
+  for (const sbx of [still, woken]) {
+    while ((await sbx.getInfo()).state !== 'paused') {
+      assert.ok(Date.now() < deadline, 'the sandbox was not archived at its timeout')
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  }
+  await assert.rejects(still.commands.run('echo no'), 'traffic to an archived sandbox without autoResume is refused')
+  assert.equal((await still.getInfo()).state, 'paused')
+  assert.equal(await woken.files.read('woken.txt'), 'woken from the archive')
+  assert.equal((await woken.getInfo()).state, 'running')
+  for (const sbx of [still, woken]) assert.equal(await sbx.kill(), true)
+})
+
 test('kill releases a sandbox on its node', async () => {
   const sbx = await Sandbox.create()
   const owner = await ownerOf(sbx.sandboxId)

@@ -168,6 +168,59 @@ test('a built template is listed, described, exists, and is gone once deleted', 
   })
 })
 
+test('tags: builds of name:tag, a tag assigned and moved atomically, removed; a create of name:tag gets that build', async () => {
+  const name = `${prefix}-tagged`
+  const v1 = await build(base().runCmd('echo one > /home/user/version.txt'), `${name}:v1`)
+  assert.deepEqual(v1.info.tags, ['v1'])
+  const v2 = await build(base().runCmd('echo two > /home/user/version.txt'), `${name}:v2`, { tags: ['latest'] })
+  assert.deepEqual(v2.info.tags, ['v2', 'latest'])
+  assert.equal(v1.info.templateId, v2.info.templateId, 'the tags of one name are one template')
+  assert.notEqual(v1.info.buildId, v2.info.buildId)
+
+  const versionOf = async (ref) => {
+    const sbx = await create(ref)
+    try {
+      return (await sbx.files.read('/home/user/version.txt')).trim()
+    } finally {
+      await kill(sbx)
+    }
+  }
+  assert.equal(await versionOf(`${name}:v1`), 'one')
+  assert.equal(await versionOf(`${name}:latest`), 'two')
+  await assert.rejects(create(name), (err) => {
+    assert.equal(statusOf(err), 404, `a create of the untagged name, which has no default tag: ${err}`)
+    return true
+  })
+
+  const assigned = await Template.assignTags(`${name}:v1`, 'production')
+  assert.equal(assigned.buildId, v1.info.buildId)
+  assert.deepEqual(assigned.tags, ['production'])
+  assert.equal(await versionOf(`${name}:production`), 'one')
+  const moved = await Template.assignTags(`${name}:v2`, ['production', 'stable'])
+  assert.equal(moved.buildId, v2.info.buildId)
+  assert.equal(await versionOf(`${name}:production`), 'two', 'the moved tag serves the new build')
+
+  const byTag = Object.fromEntries((await Template.getTags(v1.info.templateId)).map((t) => [t.tag, t.buildId]))
+  assert.deepEqual(byTag, {
+    v1: v1.info.buildId, v2: v2.info.buildId, latest: v2.info.buildId, production: v2.info.buildId, stable: v2.info.buildId,
+  })
+
+  await Template.removeTags(name, ['production', 'stable'])
+  const left = (await Template.getTags(v1.info.templateId)).map((t) => t.tag).sort()
+  assert.deepEqual(left, ['latest', 'v1', 'v2'])
+  await assert.rejects(create(`${name}:production`), (err) => {
+    assert.equal(statusOf(err), 404, `a create of a removed tag: ${err}`)
+    return true
+  })
+  await assert.rejects(Template.removeTags(name, 'never-assigned'), /never-assigned/)
+  await assert.rejects(Template.assignTags(`${name}:missing`, 'x'), /not found/)
+  await assert.rejects(Template.assignTags(`${name}:v1`, 'Not A Tag'), /invalid template tag/)
+
+  const del = await api().DELETE('/templates/{templateID}', { params: { path: { templateID: v1.info.templateId } } })
+  assert.equal(del.response.status, 204)
+  await assert.rejects(Template.getTags(v1.info.templateId), /not found/)
+})
+
 test('a failing step fails the build with its output in the logs', async () => {
   const name = `${prefix}-fails`
   const template = base().runCmd('echo about-to-fail && exit 3')

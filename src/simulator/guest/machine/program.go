@@ -28,6 +28,7 @@ type program struct {
 	cfg Config
 
 	mu      sync.Mutex
+	token   string // the claim's token: the buffered exec's credential
 	claimed bool
 	closed  bool
 	guests  *guests
@@ -49,6 +50,7 @@ func run(ctx context.Context, raw []byte) error {
 	p := &program{cfg: cfg}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /claim", p.serveClaim)
+	mux.HandleFunc("POST /exec", p.serveExec)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 
@@ -83,6 +85,7 @@ func (p *program) serveClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.claimed = true
+	p.token = c.Token
 	g, err := startGuests(p.cfg, c)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
