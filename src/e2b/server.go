@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -255,34 +256,34 @@ func writeNotFound(w http.ResponseWriter) {
 // caller-facing message; whatever else the error says (node addresses)
 // goes to the log only.
 func (s *Server) fleetError(w http.ResponseWriter, err error, op string) {
-	var apiErr *sandboxd.APIError
-	switch {
-	case errors.Is(err, fleet.ErrNotFound), errors.Is(err, sandboxd.ErrNotFound):
+	reason := fleet.Reason(err)
+	switch kind := fleet.Classify(err); kind {
+	case fleet.KindNotFound, fleet.KindNoTemplate:
 		writeNotFound(w)
-	case errors.Is(err, sandboxd.ErrCapacity):
+	case fleet.KindCapacity:
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSeconds))
 		writeError(w, http.StatusTooManyRequests, "no warm sandbox is available for this template now; retry later")
-	case errors.Is(err, fleet.ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, sandboxd.ErrBadRequest):
-		msg := "the request was refused as invalid"
-		if errors.As(err, &apiErr) && apiErr.Message != "" {
-			msg += ": " + apiErr.Message
-		} else if !errors.As(err, &apiErr) {
-			msg = err.Error()
-		}
-		writeError(w, http.StatusBadRequest, msg)
-	case errors.Is(err, sandboxd.ErrConflict):
+	case fleet.KindInvalid:
+		writeError(w, http.StatusBadRequest, cmp.Or(reason, "the request was refused as invalid"))
+	case fleet.KindConflict:
 		msg := "the sandbox cannot " + op + " in its current state"
-		if errors.As(err, &apiErr) && apiErr.Message != "" {
-			msg += ": " + apiErr.Message
+		if reason != "" {
+			msg += ": " + reason
 		}
 		writeError(w, http.StatusConflict, msg)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case fleet.KindPrecondition:
+		writeError(w, http.StatusConflict, "it changed while this request ran; read it again and retry")
+	case fleet.KindUnsupported:
+		s.log.Warn("e2b: a node does not serve a verb", "op", op, "err", err)
+		writeError(w, http.StatusNotImplemented, "the sandbox's node cannot "+op+": it runs an older sandboxd without that verb")
+	case fleet.KindTimeout, fleet.KindCanceled:
 		s.log.Warn("e2b fleet call timed out", "op", op, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the fleet did not answer "+op+" in time; retry")
-	case errors.Is(err, sandboxd.ErrUnavailable), errors.Is(err, sandboxd.ErrGuestUnreachable):
+	case fleet.KindUnavailable:
 		s.log.Warn("e2b fleet call failed", "op", op, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the sandbox's node could not "+op+" now; retry")
+	case fleet.KindRefused:
+		s.log.Error("e2b: a node refused this server's sandboxd token", "op", op, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the sandbox's node could not "+op+" now; retry")
 	default:
 		s.log.Error("e2b fleet call failed", "op", op, "err", err)

@@ -598,7 +598,12 @@ func TestFleetFailuresMapToStatus(t *testing.T) {
 		{&sandboxd.APIError{Status: 409, Message: "busy"}, http.StatusConflict},
 		{&sandboxd.APIError{Status: 503}, http.StatusServiceUnavailable},
 		{context.DeadlineExceeded, http.StatusServiceUnavailable},
-		{errors.New("dial tcp 10.0.0.7:7777: refused"), http.StatusInternalServerError},
+		{&sandboxd.APIError{Status: 500, Message: "provisioning failed"}, http.StatusServiceUnavailable},
+		{&sandboxd.APIError{Status: 404, Unsupported: true}, http.StatusNotImplemented},
+		{&sandboxd.APIError{Status: 412}, http.StatusConflict},
+		// A node that cannot be reached is a 503 in both fronts (one
+		// vocabulary, fleet.Classify).
+		{errors.New("dial tcp 10.0.0.7:7777: refused"), http.StatusServiceUnavailable},
 	} {
 		e := newEnv(t, envOptions{fleet: func(f e2b.Fleet) e2b.Fleet { return failingFleet{Fleet: f, err: tc.err} }})
 		r := e.do(t, http.MethodGet, "/v2/sandboxes", keyA, nil)

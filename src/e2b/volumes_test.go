@@ -65,7 +65,7 @@ func TestVolumesAreTheNodesCatalog(t *testing.T) {
 	}{
 		"a volume not in the catalog": {map[string]any{"volumeMounts": []map[string]string{{"name": "nope", "path": "/x"}}}, "catalog"},
 		"no path":                     {map[string]any{"volumeMounts": []map[string]string{{"name": "datasets"}}}, "path"},
-		"a path in the OS tree":       {map[string]any{"volumeMounts": []map[string]string{{"name": "datasets", "path": "/etc/x"}}}, "invalid"},
+		"a path in the OS tree":       {map[string]any{"volumeMounts": []map[string]string{{"name": "datasets", "path": "/etc/x"}}}, "OS tree"},
 		"pause at the timeout":        {map[string]any{"volumeMounts": []map[string]string{{"name": "datasets", "path": "/d"}}, "autoPause": true}, "paused"},
 	} {
 		tc.body["templateID"], tc.body["allow_internet_access"] = "base", false

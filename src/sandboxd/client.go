@@ -426,6 +426,9 @@ func readAPIError(resp *http.Response, op string) error {
 	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 		apiErr.Message = body.Error
 	} else {
+		// Every answer sandboxd writes carries {"error"}; a bare 404 or
+		// 405 is its router not knowing the verb.
+		apiErr.Unsupported = resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed
 		apiErr.Message = strings.TrimSpace(string(raw))
 		if len(apiErr.Message) > 256 {
 			apiErr.Message = apiErr.Message[:256]

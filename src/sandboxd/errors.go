@@ -32,6 +32,11 @@ var (
 	ErrUnavailable = errors.New("sandboxd: unavailable")
 	// ErrResponseTooLarge means a node answered more than the client reads.
 	ErrResponseTooLarge = errors.New("sandboxd: response body too large")
+	// ErrUnsupported is a verb the node does not serve: it answered the
+	// path with a 404 or 405 that is not a sandboxd error body, as an
+	// older sandboxd without the route does. It does not match
+	// ErrNotFound: no sandbox or record is missing.
+	ErrUnsupported = errors.New("sandboxd: the node does not serve this verb (an older sandboxd)")
 	// ErrNoRedirectTarget means a redirect answer named peers and none of
 	// them, nor the origin, granted the claim.
 	ErrNoRedirectTarget = errors.New("sandboxd: no redirect target granted the claim")
@@ -45,10 +50,16 @@ type APIError struct {
 	// Op names the call ("POST /v1/claim") for context; it never holds
 	// tokens, ids or query values.
 	Op string
+	// Unsupported marks a 404 or 405 without a sandboxd error body: the
+	// node has no such route (see ErrUnsupported).
+	Unsupported bool
 }
 
 func (e *APIError) Error() string {
 	msg := e.Message
+	if e.Unsupported {
+		msg = "the node does not serve this verb (an older sandboxd)"
+	}
 	if msg == "" {
 		msg = http.StatusText(e.Status)
 	}
@@ -60,6 +71,9 @@ func (e *APIError) Error() string {
 
 // Is matches the sentinel error of the status code.
 func (e *APIError) Is(target error) bool {
+	if e.Unsupported {
+		return target == ErrUnsupported
+	}
 	s := sentinelFor(e.Status)
 	return s != nil && s == target
 }

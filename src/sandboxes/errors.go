@@ -1,7 +1,6 @@
 package sandboxes
 
 import (
-	"context"
 	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,7 +8,6 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // Resource is the group-resource every status error names.
@@ -21,35 +19,40 @@ var Resource = schema.GroupResource{Group: agentsv1beta1.GroupVersion.Group, Res
 // message per kind and the detail goes to the log (tokens never appear in
 // either; the client keeps them out of its errors).
 func (s *Service) statusError(err error, op, name string) error {
-	var apiErr *sandboxd.APIError
-	isAPI := errors.As(err, &apiErr)
-	switch {
-	case errors.Is(err, fleet.ErrInvalid):
-		return apierrors.NewBadRequest(err.Error())
-	case errors.Is(err, sandboxd.ErrNotFound), errors.Is(err, fleet.ErrNotFound):
+	reason := fleet.Reason(err)
+	switch kind := fleet.Classify(err); kind {
+	case fleet.KindInvalid:
+		if reason == "" {
+			reason = "the request was refused as invalid"
+		}
+		return apierrors.NewBadRequest(op + ": " + reason)
+	case fleet.KindNotFound, fleet.KindNoTemplate:
 		return apierrors.NewNotFound(Resource, name)
-	case errors.Is(err, sandboxd.ErrBadRequest) && isAPI:
-		// The node's own reason ("count must be 1-16", "invalid checkpoint
-		// name") is about the request, not the node.
-		return apierrors.NewBadRequest(op + ": " + apiErr.Message)
-	case errors.Is(err, sandboxd.ErrConflict) && isAPI:
-		return apierrors.NewConflict(Resource, name, errors.New(apiErr.Message))
-	case errors.Is(err, sandboxd.ErrCapacity):
+	case fleet.KindConflict:
+		if reason == "" {
+			reason = "the sandbox cannot " + op + " in its current state"
+		}
+		return apierrors.NewConflict(Resource, name, errors.New(reason))
+	case fleet.KindPrecondition:
+		return apierrors.NewConflict(Resource, name, errors.New("it changed while "+op+" ran; read it again and retry"))
+	case fleet.KindCapacity:
 		return apierrors.NewTooManyRequests("the sandbox's node has no capacity for "+op+" now", s.cfg.RetryAfterSeconds)
+	case fleet.KindUnsupported:
+		s.cfg.Logger.Info("A node does not serve a verb", "op", op, "sandbox", name, "err", err)
+		return apierrors.NewMethodNotSupported(Resource, op+" (the sandbox's node runs an older sandboxd without it)")
 	}
 	s.cfg.Logger.Error("sandboxd call failed", "op", op, "sandbox", name, "err", err)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	switch fleet.Classify(err) {
+	case fleet.KindTimeout:
 		return apierrors.NewTimeoutError("the sandbox's node did not answer "+op+" in time", s.cfg.RetryAfterSeconds)
-	case errors.Is(err, context.Canceled):
+	case fleet.KindCanceled:
 		return apierrors.NewTimeoutError(op+" was canceled", s.cfg.RetryAfterSeconds)
-	case errors.Is(err, sandboxd.ErrUnauthorized), errors.Is(err, sandboxd.ErrForbidden):
+	case fleet.KindRefused:
 		return apierrors.NewServiceUnavailable("the sandbox's node refused this server's sandboxd token (check --sandboxd-token)")
-	case isAPI:
-		return apierrors.NewServiceUnavailable("the sandbox's node failed " + op)
-	default:
-		return apierrors.NewServiceUnavailable("the sandbox's node is unreachable")
+	case fleet.KindUnavailable:
+		return apierrors.NewServiceUnavailable("the sandbox's node is unreachable or failed " + op)
 	}
+	return apierrors.NewInternalError(errors.New(op + " failed"))
 }
 
 // noCapacity is the answer to a create no node could take.

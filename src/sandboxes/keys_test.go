@@ -87,6 +87,8 @@ func TestStatusError(t *testing.T) {
 		{api(http.StatusUnauthorized, "bad token"), apierrors.IsServiceUnavailable},
 		{api(http.StatusInternalServerError, "boom"), apierrors.IsServiceUnavailable},
 		{errors.New("sandboxd: POST /v1/claim at 10.0.0.5:7777: connection refused"), apierrors.IsServiceUnavailable},
+		{&sandboxd.APIError{Status: http.StatusNotFound, Unsupported: true}, apierrors.IsMethodNotSupported},
+		{api(http.StatusPreconditionFailed, "digest"), apierrors.IsConflict},
 	}
 	for _, tc := range cases {
 		got := svc.statusError(tc.err, "op", "name")

@@ -20,47 +20,57 @@ const maxRequestBody = 1 << 20
 // may drive it directly.
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	// handle registers a route, or, for a verb the node is configured
+	// without (Config.Without), Go's plain 404, as an older sandboxd that
+	// never had the route answers it.
+	handle := func(pattern string, h http.HandlerFunc) {
+		if slices.Contains(n.cfg.Without, pattern) {
+			h = http.NotFound
+		}
+		mux.HandleFunc(pattern, h)
+	}
+	handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})
-	mux.HandleFunc("GET /metrics", n.handleMetrics)
-	mux.HandleFunc("POST /v1/claim", n.handleClaim)
-	mux.HandleFunc("GET /v1/info", n.handleInfo)
-	mux.HandleFunc("PUT /v1/pools", n.handlePools)
-	mux.HandleFunc("POST /v1/drain", n.handleDrain(true))
-	mux.HandleFunc("DELETE /v1/drain", n.handleDrain(false))
-	mux.HandleFunc("GET /v1/peers", n.handlePeers)
-	mux.HandleFunc("GET /v1/volumes", n.handleVolumes)
-	mux.HandleFunc("PUT /v1/templates/labels", n.handleTemplateLabels)
-	mux.HandleFunc("GET /v1/tenants", n.handleTenants)
-	mux.HandleFunc("PUT /v1/tenants", n.handleReplaceTenants)
-	mux.HandleFunc("PUT /v1/tenants/{name}", n.handlePutTenant)
-	mux.HandleFunc("DELETE /v1/tenants/{name}", n.handleDeleteTenant)
-	mux.HandleFunc("GET /v1/sandboxes", n.handleSandboxes)
-	mux.HandleFunc("GET /v1/sandboxes/{id}", n.handleSandbox)
-	mux.HandleFunc("GET /v1/sandboxes/{id}/stats", n.handleStats)
-	mux.HandleFunc("GET /v1/sandboxes/{id}/owner", n.handleOwner)
-	mux.HandleFunc("GET /v1/sandboxes/{id}/ports/{port}", n.servePort)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/release", n.handleRelease)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/hibernate", n.handleHibernate)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/wake", n.handleWake)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/renew", n.handleRenew)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/exec", n.handleExec)
-	mux.HandleFunc("GET /v1/sandboxes/{id}/env", n.handleGetEnv)
-	mux.HandleFunc("PUT /v1/sandboxes/{id}/env", n.handleSetEnv(false))
-	mux.HandleFunc("PATCH /v1/sandboxes/{id}/env", n.handleSetEnv(true))
-	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", n.handleFork)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/checkpoint", n.handleCheckpoint)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/promote", n.handlePromote)
-	mux.HandleFunc("DELETE /v1/templates", n.handleDeleteTemplate)
-	mux.HandleFunc("GET /v1/checkpoints", n.handleCheckpoints)
-	mux.HandleFunc("DELETE /v1/checkpoints/{id}", n.handleDeleteCheckpoint)
-	mux.HandleFunc("POST /v1/checkpoints/{id}/claim", n.handleCheckpointClaim)
-	mux.HandleFunc("HEAD /v1/checkpoints/{id}/blob", n.handleCheckpointProbe)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, errorf(http.StatusNotFound, "not found"))
-	})
+	handle("GET /metrics", n.handleMetrics)
+	handle("POST /v1/claim", n.handleClaim)
+	handle("GET /v1/info", n.handleInfo)
+	handle("PUT /v1/pools", n.handlePools)
+	handle("POST /v1/drain", n.handleDrain(true))
+	handle("DELETE /v1/drain", n.handleDrain(false))
+	handle("GET /v1/peers", n.handlePeers)
+	handle("GET /v1/volumes", n.handleVolumes)
+	handle("PUT /v1/templates/labels", n.handleTemplateLabels)
+	handle("GET /v1/tenants", n.handleTenants)
+	handle("PUT /v1/tenants", n.handleReplaceTenants)
+	handle("PUT /v1/tenants/{name}", n.handlePutTenant)
+	handle("DELETE /v1/tenants/{name}", n.handleDeleteTenant)
+	handle("GET /v1/sandboxes", n.handleSandboxes)
+	handle("GET /v1/sandboxes/{id}", n.handleSandbox)
+	handle("GET /v1/sandboxes/{id}/stats", n.handleStats)
+	handle("GET /v1/sandboxes/{id}/owner", n.handleOwner)
+	handle("GET /v1/sandboxes/{id}/ports/{port}", n.servePort)
+	handle("POST /v1/sandboxes/{id}/release", n.handleRelease)
+	handle("POST /v1/sandboxes/{id}/hibernate", n.handleHibernate)
+	handle("POST /v1/sandboxes/{id}/wake", n.handleWake)
+	handle("POST /v1/sandboxes/{id}/renew", n.handleRenew)
+	handle("POST /v1/sandboxes/{id}/exec", n.handleExec)
+	handle("GET /v1/sandboxes/{id}/env", n.handleGetEnv)
+	handle("PUT /v1/sandboxes/{id}/env", n.handleSetEnv(false))
+	handle("PATCH /v1/sandboxes/{id}/env", n.handleSetEnv(true))
+	handle("POST /v1/sandboxes/{id}/fork", n.handleFork)
+	handle("POST /v1/sandboxes/{id}/checkpoint", n.handleCheckpoint)
+	handle("POST /v1/sandboxes/{id}/promote", n.handlePromote)
+	handle("DELETE /v1/templates", n.handleDeleteTemplate)
+	handle("GET /v1/checkpoints", n.handleCheckpoints)
+	handle("DELETE /v1/checkpoints/{id}", n.handleDeleteCheckpoint)
+	handle("POST /v1/checkpoints/{id}/claim", n.handleCheckpointClaim)
+	handle("HEAD /v1/checkpoints/{id}/blob", n.handleCheckpointProbe)
+	// A path sandboxd has no route for gets Go's plain-text 404, not an
+	// API error: the client tells "no such verb on this node" from "no
+	// such sandbox" by it.
+	mux.HandleFunc("/", http.NotFound)
 	return mux
 }
 

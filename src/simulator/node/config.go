@@ -109,6 +109,10 @@ type Config struct {
 
 	// MaxClaims caps live claims on the node; 0 is unlimited.
 	MaxClaims int
+	// Without lists routes ("GET /v1/volumes", as registered) the node
+	// answers with a plain 404, standing in for an older sandboxd that
+	// lacks those verbs.
+	Without []string
 	// MaxForkCount bounds one fork's count; default sandbox.MaxForkCount.
 	MaxForkCount int
 

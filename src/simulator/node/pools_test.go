@@ -1,6 +1,8 @@
 package node_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -176,10 +178,27 @@ func TestInfoPeersMetricsHealthAuth(t *testing.T) {
 	if err := client(t, n, "").Healthz(ctx); err != nil {
 		t.Fatalf("healthz is unauthenticated: %v", err)
 	}
-	if code, body := rawDo(t, http.MethodGet, "http://"+n.Addr()+"/v1/nope", rootToken, nil, nil); code != 404 || !strings.Contains(body, `"error"`) {
+	// An unknown route is the router's plain 404, not an API error, so a
+	// client tells a missing verb from a missing sandbox.
+	if code, body := rawDo(t, http.MethodGet, "http://"+n.Addr()+"/v1/nope", rootToken, nil, nil); code != 404 || strings.Contains(body, `"error"`) {
 		t.Fatalf("unknown route: %d %s", code, body)
 	}
 	// Sandbox listings are a node-token surface.
 	_, err = client(t, n, "").Sandboxes(ctx, "")
 	wantStatus(t, err, http.StatusUnauthorized, sandboxd.ErrUnauthorized)
+}
+
+// A node configured without a verb answers it as an older sandboxd would:
+// the client reads sandboxd.ErrUnsupported, never ErrNotFound.
+func TestVerbTheNodeLacksIsUnsupported(t *testing.T) {
+	cfg := testConfig()
+	cfg.Without = []string{"GET /v1/volumes"}
+	n := startNode(t, cfg)
+	_, err := client(t, n, rootToken).Volumes(context.Background())
+	if !errors.Is(err, sandboxd.ErrUnsupported) || errors.Is(err, sandboxd.ErrNotFound) {
+		t.Fatalf("a verb the node lacks = %v, want ErrUnsupported and not ErrNotFound", err)
+	}
+	if _, err := client(t, n, rootToken).Sandbox(context.Background(), "sb_00000000000000000000"); !errors.Is(err, sandboxd.ErrNotFound) || errors.Is(err, sandboxd.ErrUnsupported) {
+		t.Fatalf("an unknown sandbox = %v, want ErrNotFound", err)
+	}
 }
