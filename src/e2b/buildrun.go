@@ -56,11 +56,7 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 	if err := s.initEnvd(ctx, claimed, access, nil); err != nil {
 		return &build.Failure{Step: stepBase, Message: "the base sandbox's envd could not be initialized: " + s.buildErr(err)}
 	}
-	node, err := s.fleet.Client(claimed.NodeAddr)
-	if err != nil {
-		return &build.Failure{Step: stepBase, Message: s.buildErr(err)}
-	}
-	guest := buildsteps.Guest{HTTPClient: relayClient(node.As(claimed.Token), claimed.ID), BaseURL: "http://envd", AccessToken: access}
+	guest := buildsteps.Guest{HTTPClient: s.relayClient(claimed), BaseURL: "http://envd", AccessToken: access}
 	defer guest.HTTPClient.CloseIdleConnections()
 	err = buildsteps.Run(ctx, guest, def.template, archives{store: s.cfg.Builds.Store, templateID: b.TemplateID}, b.Log)
 	if err != nil {
@@ -72,7 +68,7 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 	}
 	b.Log(stepFinalize, build.LevelInfo, "Publishing the template")
 	for _, tag := range b.Tags {
-		res, err := s.publishTag(ctx, node, claimed, b.Namespace, b.Name, tag, b.ID)
+		res, err := s.publishTag(ctx, claimed, b.Namespace, b.Name, tag, b.ID)
 		if err != nil {
 			return &build.Failure{Step: stepFinalize, Message: fmt.Sprintf("publishing tag %s of the template failed: %s", tag, s.buildErr(err))}
 		}
@@ -90,12 +86,12 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 // template name and labels the result with the build it holds. A label
 // that cannot be written leaves the tag published with a build id derived
 // from its digest, which is what it reports then.
-func (s *Server) publishTag(ctx context.Context, node *sandboxd.Client, claimed fleet.Claimed, namespace, name, tag, buildID string) (*sandboxd.PromoteResult, error) {
-	res, err := node.Promote(ctx, claimed.ID, sandboxd.PromoteRequest{Token: claimed.Token, Template: build.PublishedName(namespace, name, tag)})
+func (s *Server) publishTag(ctx context.Context, claimed fleet.Claimed, namespace, name, tag, buildID string) (*sandboxd.PromoteResult, error) {
+	res, err := s.fleet.Promote(ctx, claimed, build.PublishedName(namespace, name, tag))
 	if err != nil {
-		return nil, fmt.Errorf("promote: %w", err)
+		return nil, err
 	}
-	if err := node.SetTemplateLabels(ctx, res.Key, map[string]string{buildLabel: buildID}, res.ContentDigest); err != nil {
+	if err := s.fleet.LabelTemplate(ctx, claimed.NodeAddr, res.Key, map[string]string{buildLabel: buildID}, res.ContentDigest); err != nil {
 		s.log.Warn("e2b: labelling a published tag with its build failed", "template", res.Key.Template, "err", err)
 	}
 	return res, nil
@@ -107,24 +103,16 @@ func (s *Server) publishTag(ctx context.Context, node *sandboxd.Client, claimed 
 // one per node it ran on. failed hears of a copy that could not be
 // removed; it is replaced there on the next publish.
 func (s *Server) dropOtherCopies(ctx context.Context, key sandbox.PoolKey, digest, owner string, failed func(error)) {
-	nodes, err := s.fleet.Nodes()
-	if err != nil {
-		return
-	}
-	for _, n := range nodes {
-		if n.Addr() == owner {
+	for _, n := range s.fleet.NodeTemplates(ctx) {
+		if n.Addr == owner || n.Err != nil {
 			continue
 		}
-		info, err := n.Info(ctx)
-		if err != nil {
-			continue
-		}
-		for _, t := range info.Templates {
+		for _, t := range n.Templates {
 			if t.Key.WithDefaults() != key.WithDefaults() || t.ContentDigest == digest {
 				continue
 			}
-			if err := n.DeleteTemplate(ctx, t.Key, t.ContentDigest); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
-				failed(fmt.Errorf("node %s: %w", n.Addr(), err))
+			if err := s.fleet.DeleteTemplate(ctx, n.Addr, t.Key, t.ContentDigest); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+				failed(err)
 			}
 		}
 	}
@@ -158,12 +146,13 @@ func describeBase(t buildsteps.Template) string {
 	return "image " + t.FromImage
 }
 
-// relayClient is an HTTP client of the sandbox's envd through its node's
-// guest-port relay.
-func relayClient(node *sandboxd.Client, id string) *http.Client {
+// relayClient is an HTTP client of the claimed sandbox's envd through its
+// node's guest-port relay, under the sandbox's own token; the fleet bounds
+// each dial's handshake by its node timeout.
+func (s *Server) relayClient(claimed fleet.Claimed) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return node.DialPort(ctx, id, sandboxd.EnvdPort)
+			return s.fleet.DialPort(ctx, claimed.Sandbox, claimed.Token, sandboxd.EnvdPort)
 		},
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     30 * time.Second,

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
@@ -24,14 +23,6 @@ import (
 // the cached read of the process that made them; another replica sees
 // the change within this long.
 const catalogTTL = 2 * time.Second
-
-// catalogFanout bounds the nodes read at once, and catalogNodeTimeout one
-// node's read: a node that does not answer leaves its templates out of
-// one read rather than holding every lookup.
-const (
-	catalogFanout      = 16
-	catalogNodeTimeout = 5 * time.Second
-)
 
 // buildLabel is the sandboxd template label that records which build a
 // published tag holds, so every replica reports the same build id for a
@@ -131,58 +122,45 @@ func (c *catalog) fill(fl *catalogRead) {
 	close(fl.done)
 }
 
+// readNodes reads the published templates off every node through the
+// fleet, which bounds each node by its node timeout: a node that does not
+// answer leaves its templates out of this read (partial) rather than
+// holding every lookup, and a read of no node at all is an error.
 func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, error) {
-	nodes, err := c.fleet.Nodes()
-	if err != nil {
-		return nil, false, fmt.Errorf("list the nodes: %w", err)
-	}
-	var mu sync.Mutex
+	nodes := c.fleet.NodeTemplates(ctx)
 	items, failed := map[string]*published{}, 0
-	var g errgroup.Group
-	g.SetLimit(catalogFanout)
 	for _, n := range nodes {
-		g.Go(func() error {
-			nctx, cancel := context.WithTimeout(ctx, catalogNodeTimeout)
-			defer cancel()
-			info, err := n.Info(nctx)
-			if err != nil {
-				c.log.Warn("e2b: a node's templates could not be read", "node", n.Addr(), "err", err)
-				mu.Lock()
-				failed++
-				mu.Unlock()
-				return nil
+		if n.Err != nil {
+			c.log.Warn("e2b: a node's templates could not be read", "node", n.Addr, "err", n.Err)
+			failed++
+			continue
+		}
+		for _, t := range n.Templates {
+			ns, name, tag, ok := build.ParsePublished(t.Key.Template)
+			if !ok {
+				continue
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, t := range info.Templates {
-				ns, name, tag, ok := build.ParsePublished(t.Key.Template)
-				if !ok {
-					continue
+			id := build.TemplateID(ns, name)
+			p := items[tagKey(id, tag)]
+			// Two nodes holding one name disagree only while a build
+			// replaces it; the newest is the template.
+			if p == nil || t.CreatedAt.After(p.Created) {
+				holders := []string(nil)
+				if p != nil && p.Digest == t.ContentDigest {
+					holders = p.Holders
 				}
-				id := build.TemplateID(ns, name)
-				p := items[tagKey(id, tag)]
-				// Two nodes holding one name disagree only while a build
-				// replaces it; the newest is the template.
-				if p == nil || t.CreatedAt.After(p.Created) {
-					holders := []string(nil)
-					if p != nil && p.Digest == t.ContentDigest {
-						holders = p.Holders
-					}
-					p = &published{
-						Namespace: ns, Name: name, TemplateID: id, Tag: tag, BuildID: cmp.Or(t.Labels[buildLabel], build.PublishedBuildID(t.ContentDigest)),
-						Key: t.Key.WithDefaults(), Digest: t.ContentDigest,
-						Holders: holders, Created: t.CreatedAt, CPUCount: t.CPUCount, MemoryMB: int(t.MemTotalBytes >> 20),
-					}
-					items[tagKey(id, tag)] = p
+				p = &published{
+					Namespace: ns, Name: name, TemplateID: id, Tag: tag, BuildID: cmp.Or(t.Labels[buildLabel], build.PublishedBuildID(t.ContentDigest)),
+					Key: t.Key.WithDefaults(), Digest: t.ContentDigest,
+					Holders: holders, Created: t.CreatedAt, CPUCount: t.CPUCount, MemoryMB: int(t.MemTotalBytes >> 20),
 				}
-				if t.ContentDigest == p.Digest {
-					p.Holders = append(p.Holders, n.Addr())
-				}
+				items[tagKey(id, tag)] = p
 			}
-			return nil
-		})
+			if t.ContentDigest == p.Digest {
+				p.Holders = append(p.Holders, n.Addr)
+			}
+		}
 	}
-	_ = g.Wait()
 	if failed > 0 && failed == len(nodes) {
 		return nil, false, fmt.Errorf("no node's templates could be read: %w", sandboxd.ErrUnavailable)
 	}

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // Fleet is what the surface needs of the fleet core; *fleet.Fleet
 // implements it, over the NodeInventory view in sandbox-apiserver (so an
 // e2b create shows in kubectl get sandboxes at once) and over the mesh in
-// sandbox-e2b. Every call is scoped to a namespace: a sandbox of another
+// sandbox-e2b. The surface reaches the sandboxd nodes only through it
+// (envd aside, which it opens over DialPort). Every call is scoped to a namespace: a sandbox of another
 // namespace is fleet.ErrNotFound, like one that does not exist.
 type Fleet interface {
 	Claim(ctx context.Context, req fleet.ClaimRequest) (fleet.Claimed, error)
@@ -37,10 +39,29 @@ type Fleet interface {
 	Current(ctx context.Context, sb fleet.Sandbox) (fleet.Sandbox, *sandboxd.Sandbox, error)
 	// Token reads the sandbox's own token back from its node.
 	Token(ctx context.Context, sb fleet.Sandbox) (string, error)
-	// Client is a fleet-token client for the node at addr; Nodes one for
-	// every node (a checkpoint outlives the sandbox it was taken from).
-	Client(addr string) (*sandboxd.Client, error)
-	Nodes() ([]*sandboxd.Client, error)
+	// Stats is sb's cpu and memory as its node measures them.
+	Stats(ctx context.Context, sb fleet.Sandbox) (*sandboxd.Stats, error)
+	// NodeSandboxes is the node at addr's sandbox index, with each
+	// sandbox's claim labels.
+	NodeSandboxes(ctx context.Context, addr string) ([]sandboxd.Sandbox, error)
+	// Checkpoint checkpoints sb on its node under name.
+	Checkpoint(ctx context.Context, sb fleet.Sandbox, name string) (*sandboxd.Checkpoint, error)
+	// NodeCheckpoints is every node's checkpoints (a checkpoint outlives
+	// the sandbox it was taken from), one entry per node, a node that
+	// could not be read with its Err.
+	NodeCheckpoints(ctx context.Context) []fleet.NodeCheckpoints
+	DeleteCheckpoint(ctx context.Context, addr, id string) error
+	// NodeTemplates is every node's promoted templates, read in parallel,
+	// one entry per node, a node that could not be read with its Err.
+	NodeTemplates(ctx context.Context) []fleet.NodeTemplates
+	// Promote publishes the claimed sandbox as the template name on its
+	// node.
+	Promote(ctx context.Context, c fleet.Claimed, name string) (*sandboxd.PromoteResult, error)
+	// LabelTemplate and DeleteTemplate change the promoted template key on
+	// the node at addr; a non-empty digest acts only while the template
+	// still has that content.
+	LabelTemplate(ctx context.Context, addr string, key sandbox.PoolKey, labels map[string]string, digest string) error
+	DeleteTemplate(ctx context.Context, addr string, key sandbox.PoolKey, digest string) error
 	// DialPort opens port inside the sandbox through its node's relay,
 	// the handshake bounded by the node timeout.
 	DialPort(ctx context.Context, sb fleet.Sandbox, token string, port int) (net.Conn, error)

@@ -64,11 +64,7 @@ func (s *Server) batchMetrics(w http.ResponseWriter, r *http.Request, c caller) 
 
 // readMetric reads sb's usage from its node.
 func (s *Server) readMetric(ctx context.Context, sb fleet.Sandbox) (sandboxMetric, error) {
-	cl, err := s.fleet.Client(sb.NodeAddr)
-	if err != nil {
-		return sandboxMetric{}, err
-	}
-	st, err := cl.Stats(ctx, sb.ID)
+	st, err := s.fleet.Stats(ctx, sb)
 	if err != nil {
 		return sandboxMetric{}, err
 	}

@@ -67,13 +67,9 @@ func (n *nodeRows) labels(ctx context.Context, addr, id string, claimedAt time.T
 	if rd.labels != nil && age < rowsRecheck && rd.at.After(claimedAt.Add(claimSkew)) {
 		return nil, false, nil
 	}
-	cl, err := n.fleet.Client(addr)
-	if err != nil {
-		return nil, false, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, rowsTimeout)
 	defer cancel()
-	rows, err := cl.Sandboxes(ctx, "")
+	rows, err := n.fleet.NodeSandboxes(ctx, addr)
 	if err != nil {
 		return nil, false, err
 	}

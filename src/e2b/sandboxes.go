@@ -556,13 +556,11 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	// The node knows the sandbox's real size; a failed read keeps the
 	// size table's figures rather than failing the read.
-	if cl, err := s.fleet.Client(sb.NodeAddr); err == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		if st, err := cl.Stats(ctx, sb.ID); err == nil && st.CPUCount > 0 {
-			d.CPUCount, d.MemoryMB = st.CPUCount, int(st.MemTotalBytes>>20)
-		}
-		cancel()
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	if st, err := s.fleet.Stats(ctx, sb); err == nil && st.CPUCount > 0 {
+		d.CPUCount, d.MemoryMB = st.CPUCount, int(st.MemTotalBytes>>20)
 	}
+	cancel()
 	writeJSON(w, http.StatusOK, d)
 }
 

@@ -128,15 +128,11 @@ func (s *Server) copyTags(ctx context.Context, target *published, tags []string)
 		return fmt.Errorf("clone %s: %w", target.Key.Template, err)
 	}
 	defer s.releaseQuietly(claimed.Sandbox)
-	node, err := s.fleet.Client(claimed.NodeAddr)
-	if err != nil {
-		return err
-	}
 	for _, tag := range tags {
 		if tag == target.Tag {
 			continue // it holds the build already
 		}
-		res, err := s.publishTag(ctx, node, claimed, target.Namespace, target.Name, tag, target.BuildID)
+		res, err := s.publishTag(ctx, claimed, target.Namespace, target.Name, tag, target.BuildID)
 		if err != nil {
 			return fmt.Errorf("publish tag %s: %w", tag, err)
 		}

@@ -226,12 +226,8 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller
 // digest, when set, removes only copies that still hold that content.
 func (s *Server) unpublish(ctx context.Context, p *published, digest string) error {
 	for _, addr := range p.Holders {
-		n, err := s.fleet.Client(addr)
-		if err == nil {
-			err = n.DeleteTemplate(ctx, p.Key, digest)
-		}
-		if err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
-			return fmt.Errorf("remove template %s from node %s: %w", p.Key.Template, addr, err)
+		if err := s.fleet.DeleteTemplate(ctx, addr, p.Key, digest); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+			return err
 		}
 	}
 	return nil

@@ -83,3 +83,39 @@ func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest)
 	}
 	return Claimed{Sandbox: sb, Token: cl.Token}, nil
 }
+
+// NodeCheckpoints is one node's checkpoints, or why they could not be
+// read.
+type NodeCheckpoints struct {
+	// Addr is the node's sandboxd host:port: where a claim or delete of
+	// one of its checkpoints goes.
+	Addr        string
+	Checkpoints []sandboxd.Checkpoint
+	// Err is set when the node could not be read; Checkpoints is empty
+	// then.
+	Err error
+}
+
+// NodeCheckpoints reads every node's checkpoints (GET /v1/checkpoints) in
+// parallel, each node within NodeTimeout: a checkpoint outlives the
+// sandbox it was taken from, so no sandbox places it. One entry per node
+// that may take claims, in the view's order, a node that could not be
+// read included with its Err.
+func (f *Fleet) NodeCheckpoints(ctx context.Context) []NodeCheckpoints {
+	read := eachNode(ctx, f, "list checkpoints", func(ctx context.Context, c *sandboxd.Client) ([]sandboxd.Checkpoint, error) {
+		return c.Checkpoints(ctx)
+	})
+	out := make([]NodeCheckpoints, len(read))
+	for i, r := range read {
+		out[i] = NodeCheckpoints{Addr: r.addr, Checkpoints: r.val, Err: r.err}
+	}
+	return out
+}
+
+// DeleteCheckpoint deletes the checkpoint id from the node at addr; one
+// the node does not hold wraps sandboxd.ErrNotFound.
+func (f *Fleet) DeleteCheckpoint(ctx context.Context, addr, id string) error {
+	return f.onNode(ctx, addr, "delete checkpoint "+id, func(ctx context.Context, c *sandboxd.Client) error {
+		return c.DeleteCheckpoint(ctx, id)
+	})
+}

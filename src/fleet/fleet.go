@@ -94,8 +94,9 @@ func (f *Fleet) Close() {
 }
 
 // Client returns a sandboxd client for the node at addr with the fleet
-// token, for the reads a front makes itself (stats, checkpoints, the
-// guest's first contact).
+// token. The fronts reach nodes through the Fleet's verbs; this is for the
+// view's own reads of a node (sandbox-apiserver's lookup of a sandbox its
+// inventory does not show yet) and for tests.
 func (f *Fleet) Client(addr string) (*sandboxd.Client, error) {
 	if addr == "" {
 		return nil, errors.New("fleet: the sandbox's node has no address")
@@ -107,8 +108,8 @@ func (f *Fleet) Client(addr string) (*sandboxd.Client, error) {
 	return sandboxd.New(addr, opts...)
 }
 
-// Nodes returns a client for every node that may take claims.
-func (f *Fleet) Nodes() ([]*sandboxd.Client, error) {
+// nodeClients returns a client for every node that may take claims.
+func (f *Fleet) nodeClients() ([]*sandboxd.Client, error) {
 	var out []*sandboxd.Client
 	for _, n := range f.cfg.View.Nodes() {
 		if n.Addr == "" {

@@ -15,7 +15,7 @@ import (
 // node declares it writable. A node that does not answer leaves its
 // entries out; only when no node answers is it an error.
 func (f *Fleet) Volumes(ctx context.Context) ([]sandboxd.Volume, error) {
-	nodes, err := f.Nodes()
+	nodes, err := f.nodeClients()
 	if err != nil {
 		return nil, err
 	}

@@ -93,6 +93,7 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.DurationVar(&f.DefaultTTL, "default-ttl", sandboxd.DefaultTTL, "lease granted for ttl_seconds 0")
 	fs.DurationVar(&f.MaxTTL, "max-ttl", sandboxd.MaxTTL, "longest lease granted; longer requests are clamped")
 	fs.DurationVar(&f.ReapInterval, "reap-interval", time.Second, "how often expired leases are reaped")
+	fs.DurationVar(&f.ArchiveDeleteAfter, "archive-delete-after", 0, "how long a sandbox archived at its lease's end (on_expire \"archive\") is kept before it is deleted; 0 keeps it until it is released (sandboxd's archive_delete_after_seconds)")
 	fs.StringVar(&r.echoPorts, "echo-ports", strconv.Itoa(fleet.DefaultEchoPort), "comma-separated guest ports serving the HTTP echo (HTTP/1.1 and h2c); empty for none")
 	fs.StringVar(&r.tcpEchoPorts, "tcp-echo-ports", "", "comma-separated guest ports serving a raw TCP echo that honours half-close")
 	fs.BoolVar(&r.envd, "envd", true, "serve the envd-compatible guest on guest port 49983 of every sandbox; it EXECUTES COMMANDS ON THIS HOST (see SECURITY above). --envd=false leaves the port closed (the relay answers 502)")
@@ -222,6 +223,8 @@ func validateNumbers(f *fleet.Config) error {
 		return fmt.Errorf("--max-ttl: %v is shorter than --default-ttl %v", f.MaxTTL, f.DefaultTTL)
 	case f.ReapInterval <= 0:
 		return fmt.Errorf("--reap-interval: %v must be positive", f.ReapInterval)
+	case f.ArchiveDeleteAfter < 0:
+		return fmt.Errorf("--archive-delete-after: %v must not be negative (0 keeps archives)", f.ArchiveDeleteAfter)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type Config struct {
 	DefaultTTL         time.Duration
 	MaxTTL             time.Duration
 	ReapInterval       time.Duration
+	// ArchiveDeleteAfter is how long an archived sandbox is kept (see
+	// node.Config.ArchiveDeleteAfter); 0 keeps it until it is released.
+	ArchiveDeleteAfter time.Duration
 	// EgressAttachment lets every node serve the egress lane (see
 	// node.Config.EgressAttachment).
 	EgressAttachment bool
@@ -189,6 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			DefaultTTL:         cfg.DefaultTTL,
 			MaxTTL:             cfg.MaxTTL,
 			ReapInterval:       cfg.ReapInterval,
+			ArchiveDeleteAfter: cfg.ArchiveDeleteAfter,
 			EgressAttachment:   cfg.EgressAttachment,
 			Guests:             guests,
 			EnvdHandler:        envdHandler,
