@@ -11,13 +11,16 @@ import (
 	simfleet "github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 )
 
-// oneNode is the part of Fleet nodeRows uses: a client of the one node.
+// oneNode is the part of Fleet nodeRows uses: the one node's sandbox
+// index, whatever address it is asked for.
 type oneNode struct {
 	Fleet
 	c *sandboxd.Client
 }
 
-func (o oneNode) Client(string) (*sandboxd.Client, error) { return o.c, nil }
+func (o oneNode) NodeSandboxes(ctx context.Context, _ string) ([]sandboxd.Sandbox, error) {
+	return o.c.Sandboxes(ctx, "")
+}
 
 // A sandbox claimed after the node's rows were read is read again, however
 // recent the read: another replica's create is listed with its labels at

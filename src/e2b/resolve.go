@@ -60,22 +60,26 @@ func (s *Server) resolveSource(ctx context.Context, namespace, ref string) (sour
 }
 
 // findCheckpoint finds the namespace's checkpoint id on the nodes, with
-// the address of a node that lists it.
+// the address of a node that lists it. Not found while some node could
+// not be read is that node's error, not a miss: the checkpoint may be on
+// it.
 func (s *Server) findCheckpoint(ctx context.Context, namespace, id string) (sandboxd.Checkpoint, string, error) {
-	nodes, err := s.fleet.Nodes()
-	if err != nil {
-		return sandboxd.Checkpoint{}, "", err
-	}
-	for _, n := range nodes {
-		cks, err := n.Checkpoints(ctx)
-		if err != nil {
-			return sandboxd.Checkpoint{}, "", err
+	var unread error
+	for _, n := range s.fleet.NodeCheckpoints(ctx) {
+		if n.Err != nil {
+			if unread == nil {
+				unread = n.Err
+			}
+			continue
 		}
-		for _, ck := range cks {
+		for _, ck := range n.Checkpoints {
 			if ck.ID == id && strings.HasPrefix(ck.Name, namespace+":") {
-				return ck, n.Addr(), nil
+				return ck, n.Addr, nil
 			}
 		}
+	}
+	if unread != nil {
+		return sandboxd.Checkpoint{}, "", unread
 	}
 	return sandboxd.Checkpoint{}, "", errNoTemplate
 }

@@ -81,6 +81,8 @@ func (s *Server) routes() []route {
 		s.keyed("POST /templates/tags", s.assignTags),
 		s.keyed("DELETE /templates/tags", s.removeTags),
 		s.keyed("GET /volumes", s.listVolumes),
+		s.keyed("PATCH /templates/{templateID}", s.updateTemplate(false)),
+		s.keyed("PATCH /v2/templates/{templateID}", s.updateTemplate(true)),
 	}
 	rs = append(rs, s.buildRoutes()...)
 	rs = append(rs, s.unsupportedRoutes()...)

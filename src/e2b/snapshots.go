@@ -56,12 +56,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller
 	if !ok {
 		return
 	}
-	cl, err := s.fleet.Client(sb.NodeAddr)
-	if err != nil {
-		s.fleetError(w, err, "snapshot")
-		return
-	}
-	ck, err := cl.Checkpoint(r.Context(), sb.ID, sandboxd.CheckpointRequest{Name: scopedName(c.namespace, req.Name)})
+	ck, err := s.fleet.Checkpoint(r.Context(), sb, scopedName(c.namespace, req.Name))
 	if err != nil {
 		s.fleetError(w, err, "snapshot")
 		return
@@ -71,22 +66,16 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller
 }
 
 // namespaceCheckpoints lists the namespace's checkpoints on every node,
-// newest first. ok is false (and the answer written) when the fleet
-// cannot enumerate nodes or a node fails.
+// newest first. ok is false (and the answer written) when a node cannot
+// be read: a list missing a node's snapshots would page past them.
 func (s *Server) namespaceCheckpoints(w http.ResponseWriter, ctx context.Context, namespace string) ([]sandboxd.Checkpoint, bool) {
-	nodes, err := s.fleet.Nodes()
-	if err != nil {
-		s.fleetError(w, err, "list snapshots")
-		return nil, false
-	}
 	var out []sandboxd.Checkpoint
-	for _, n := range nodes {
-		cks, err := n.Checkpoints(ctx)
-		if err != nil {
-			s.fleetError(w, err, "list snapshots")
+	for _, n := range s.fleet.NodeCheckpoints(ctx) {
+		if n.Err != nil {
+			s.fleetError(w, n.Err, "list snapshots")
 			return nil, false
 		}
-		for _, ck := range cks {
+		for _, ck := range n.Checkpoints {
 			if strings.HasPrefix(ck.Name, namespace+":") {
 				out = append(out, ck)
 			}
@@ -158,23 +147,17 @@ func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, http.StatusNotFound, "snapshot not found")
 		return
 	}
-	nodes, err := s.fleet.Nodes()
-	if err != nil {
-		s.fleetError(w, err, "delete snapshot")
-		return
-	}
 	deleted := false
-	for _, n := range nodes {
-		cks, err := n.Checkpoints(r.Context())
-		if err != nil {
-			s.fleetError(w, err, "delete snapshot")
+	for _, n := range s.fleet.NodeCheckpoints(r.Context()) {
+		if n.Err != nil {
+			s.fleetError(w, n.Err, "delete snapshot")
 			return
 		}
-		for _, ck := range cks {
+		for _, ck := range n.Checkpoints {
 			if ck.ID != id || !strings.HasPrefix(ck.Name, c.namespace+":") {
 				continue
 			}
-			if err := n.DeleteCheckpoint(r.Context(), id); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
+			if err := s.fleet.DeleteCheckpoint(r.Context(), n.Addr, id); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
 				s.fleetError(w, err, "delete snapshot")
 				return
 			}

@@ -3,7 +3,6 @@ package e2b
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"

@@ -43,11 +43,6 @@ var unsupported = []struct {
 		reason: "a volume's contents are not served through the API: mount it with volumeMounts at create and read or write it inside the sandbox; " +
 			"Volume.list shows the catalog",
 	},
-	{
-		patterns: []string{"PATCH /templates/{templateID}", "PATCH /v2/templates/{templateID}"},
-		status:   http.StatusBadRequest,
-		reason:   "templates cannot be updated: a template is private to its API key's namespace, so there is no public flag to change; build it again to change it",
-	},
 }
 
 // unsupportedRoutes answers every operation of unsupported with its

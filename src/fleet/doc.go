@@ -1,7 +1,10 @@
 // Package fleet is the one fleet core both fronts stand on: claim (the
 // entry and its token in one call), release, renew, pause, resume, fork,
 // checkpoint, list and find, over whichever view of the sandboxd nodes the
-// process has.
+// process has; and the rest of what a front asks of nodes (a sandbox's
+// stats and its guest ports, promote, every node's templates and
+// checkpoints, template labels and deletes), so the fronts never hold a
+// node client. Every call to a node is bounded by Config.NodeTimeout.
 //
 // A View says which nodes exist, which pools they keep warm and which
 // sandboxes they hold. sandbox-apiserver's view is the NodeInventory

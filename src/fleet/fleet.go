@@ -108,22 +108,6 @@ func (f *Fleet) Client(addr string) (*sandboxd.Client, error) {
 	return sandboxd.New(addr, opts...)
 }
 
-// nodeClients returns a client for every node that may take claims.
-func (f *Fleet) nodeClients() ([]*sandboxd.Client, error) {
-	var out []*sandboxd.Client
-	for _, n := range f.cfg.View.Nodes() {
-		if n.Addr == "" {
-			continue
-		}
-		c, err := f.Client(n.Addr)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
 // unreachable reports whether err says the node did not answer at all
 // (rather than answering no, or the caller giving up).
 func unreachable(ctx interface{ Err() error }, err error) bool {

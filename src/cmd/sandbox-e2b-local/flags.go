@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
 const usageHeader = `sandbox-e2b-local starts the whole e2b-compatible system on this machine
@@ -73,6 +74,9 @@ type options struct {
 	buildDir        string
 	buildParallel   int
 	buildUploadMax  int64
+	volumes         []string
+	// volumeCatalog is volumes parsed by validate.
+	volumeCatalog []node.Volume
 }
 
 func newFlagSet(o *options) *pflag.FlagSet {
@@ -95,6 +99,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.buildDir, "build-dir", "", "directory that keeps the files template builds upload (default e2b-builds in the user's cache, next to the base root filesystem)")
 	fs.IntVar(&o.buildParallel, "build-parallel", 2, "template builds that run at once; a start beyond them answers 429 and waits")
 	fs.Int64Var(&o.buildUploadMax, "build-upload-max", 1<<30, "largest archive in bytes a template build's upload may be")
+	fs.StringArrayVar(&o.volumes, "volume", nil, "a volume of the nodes' catalog, repeatable: <name>=<host dir>[,writable]. Volume.list lists it; a create's volumeMounts bind-mount the host directory into the sandbox (read-write when writable)")
 	o.dataPlaneLimits = envdproxy.DefaultLimits()
 	o.dataPlaneLimits.AddFlags(fs, "data-plane-")
 	return fs
@@ -135,6 +140,11 @@ func (o *options) validate() error {
 	if err := o.dataPlaneLimits.Validate("data-plane-"); err != nil {
 		return err
 	}
+	vols, err := node.ParseVolumeSpecs(o.volumes)
+	if err != nil {
+		return fmt.Errorf("--volume: %w", err)
+	}
+	o.volumeCatalog = vols
 	if o.anonymous && !isLoopback(o.host) {
 		return fmt.Errorf("--host %s: anonymous access is allowed on loopback only; pass --anonymous=false to require the generated API key", o.host)
 	}

@@ -119,6 +119,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		ColdProvisionDelay: o.coldDelay,
 		MaxTTL:             sandboxd.MaxTTL,
 		Envd:               &fleet.EnvdConfig{Secret: secret},
+		Volumes:            o.volumeCatalog,
 		Logger:             logger.With("component", "sandboxd-sim"),
 		Customize: func(i int, cfg *node.Config) {
 			if i < o.coldNodes {

@@ -16,6 +16,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/gossip"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
 
@@ -171,7 +172,7 @@ func parseFlags(args []string) (*options, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--pools: %w", err)
 	}
-	if o.fleet.Volumes, err = parseVolumes(r.volumes); err != nil {
+	if o.fleet.Volumes, err = node.ParseVolumeSpecs(r.volumes); err != nil {
 		return nil, fmt.Errorf("--volume: %w", err)
 	}
 	httpEcho, err := parsePorts(r.echoPorts)

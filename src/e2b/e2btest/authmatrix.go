@@ -421,8 +421,8 @@ func rules(base string) map[string]rule {
 		"POST /volumes":                    refused(http.StatusBadRequest, nil),
 		"GET /volumes/{volumeID}":          refused(http.StatusNotImplemented, fixed("volumeID")),
 		"DELETE /volumes/{volumeID}":       refused(http.StatusBadRequest, fixed("volumeID")),
-		"PATCH /templates/{templateID}":    refused(http.StatusBadRequest, templateVar),
-		"PATCH /v2/templates/{templateID}": refused(http.StatusBadRequest, templateVar),
+		"PATCH /templates/{templateID}":    keyed(change, named(templateVar, `{"public":false}`, http.StatusOK)),
+		"PATCH /v2/templates/{templateID}": keyed(change, named(templateVar, `{"public":false}`, http.StatusOK)),
 	} {
 		table[pattern] = r
 	}

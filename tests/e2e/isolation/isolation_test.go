@@ -21,7 +21,20 @@ func TestIsolationThroughTheSDK(t *testing.T) {
 	project := nodejs.Setup(t, "tests/e2e/js")
 	project.Copy(t, "lib.mjs", "isolation.test.mjs")
 	binary := testbin.Path(t, "SANDBOX_E2B_LOCAL", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b-local")
-	env := harness.StartLocal(t, binary)
+	// Two catalog volumes: one read-only dataset with a file in it, one
+	// writable scratch the suite writes to, read back here.
+	datasets, scratch := t.TempDir(), t.TempDir()
+	volumeText := "from-the-catalog-" + harness.RandomHex(t)
+	hello := harness.WriteFile(t, datasets, "hello.txt", volumeText+"\n")
+	// The sandbox user is not this test's user: the dataset must be
+	// readable and the scratch writable by anyone, as a shared disk's
+	// files would be.
+	for p, mode := range map[string]os.FileMode{datasets: 0o755, hello: 0o644, scratch: 0o777} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := harness.StartLocal(t, binary, "--volume=datasets="+datasets, "--volume=scratch="+scratch+",writable")
 
 	// A file of the host that must stay out of reach: this test's binary.
 	hostFile, err := os.Executable()
@@ -31,11 +44,16 @@ func TestIsolationThroughTheSDK(t *testing.T) {
 	marker := "isolation-" + harness.RandomHex(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	project.Run(t, ctx, append(env, "E2E_MARKER="+marker, "E2E_HOST_FILE="+hostFile),
+	project.Run(t, ctx, append(env, "E2E_MARKER="+marker, "E2E_HOST_FILE="+hostFile, "E2E_VOLUME_TEXT="+volumeText),
 		"--test", "--test-reporter=spec", "--test-concurrency=1", "isolation.test.mjs")
 
+	// What a sandbox wrote to the writable volume is on its host
+	// directory.
+	if got, err := os.ReadFile(filepath.Join(scratch, "from-sandbox.txt")); err != nil || strings.TrimSpace(string(got)) != marker {
+		t.Errorf("the sandbox's write to the writable volume: %q, %v; want %q on the host directory", got, err, marker)
+	}
 	// What the sandboxes wrote is not on the host outside their own
-	// directories.
+	// directories (and the volume they were given).
 	for _, p := range []string{filepath.Join("/tmp", marker), filepath.Join("/home/user", marker), filepath.Join(os.TempDir(), marker)} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s, written inside a sandbox, exists on the host", p)

@@ -5,7 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Sandbox } from 'e2b'
+import { CommandExitError, Sandbox, Volume } from 'e2b'
 import { env } from './lib.mjs'
 
 const marker = env('E2E_MARKER')
@@ -89,4 +89,21 @@ test('pause stops a running loop and resume continues it', async () => {
   } finally {
     await sbx.kill()
   }
+})
+
+test('Volume.list shows the catalog; a sandbox sees a catalog volume at its path, read-only unless writable', async () => {
+  const names = (await Volume.list()).map((v) => v.name).sort()
+  assert.deepEqual(names, ['datasets', 'scratch'])
+  const sbx = await Sandbox.create({ allowInternetAccess: false, volumeMounts: { '/data': 'datasets', '/work/out': 'scratch' } })
+  try {
+    assert.equal((await sbx.commands.run('cat /data/hello.txt')).stdout.trim(), env('E2E_VOLUME_TEXT'))
+    await assert.rejects(sbx.commands.run(`touch /data/${marker}`), CommandExitError, 'a read-only volume took a write')
+    await sbx.commands.run(`echo ${marker} > /work/out/from-sandbox.txt`)
+    const info = await sbx.getInfo()
+    assert.deepEqual(info.volumeMounts?.map((m) => [m.name, m.path]).sort(), [['datasets', '/data'], ['scratch', '/work/out']])
+    await assert.rejects(sbx.pause(), /volume/, 'a sandbox with volumes cannot be paused')
+  } finally {
+    await sbx.kill()
+  }
+  await assert.rejects(Sandbox.create({ allowInternetAccess: false, volumeMounts: { '/x': 'not-in-the-catalog' } }), /catalog/)
 })

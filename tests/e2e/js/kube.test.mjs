@@ -227,6 +227,30 @@ test('commands, files and a signed download URL go through the envd proxy', asyn
   await sbx.kill()
 })
 
+test('a pty runs an interactive shell through the envd proxy: input, resize, kill', async () => {
+  const sbx = await create()
+  const decoder = new TextDecoder()
+  const encoder = new TextEncoder()
+  let out = ''
+  const handle = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += decoder.decode(d, { stream: true }) } })
+  const waitFor = async (text) => {
+    const deadline = Date.now() + 30_000
+    while (!out.includes(text)) {
+      assert.ok(Date.now() < deadline, `the terminal never showed ${JSON.stringify(text)}; it showed ${JSON.stringify(out.slice(-400))}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  // The arithmetic proves a shell ran the line: the input itself never
+  // holds the answer.
+  await sbx.pty.sendInput(handle.pid, encoder.encode('echo pty-$((6*7))\n'))
+  await waitFor('pty-42')
+  await sbx.pty.resize(handle.pid, { cols: 100, rows: 30 })
+  await sbx.pty.sendInput(handle.pid, encoder.encode('stty size\n'))
+  await waitFor('30 100')
+  assert.equal(await sbx.pty.kill(handle.pid), true)
+  await sbx.kill()
+})
+
 test('metrics answer for a running sandbox', async () => {
   const sbx = await create()
   const metrics = await sbx.getMetrics()

@@ -151,6 +151,16 @@ test('a built template is listed, described, exists, and is gone once deleted', 
 
   assert.equal(await Template.exists(name), true)
 
+  // A template is private to its key's namespace: public false is what it
+  // is, public true is refused with the reason.
+  const path = { params: { path: { templateID: templateId } } }
+  const patched = await api().PATCH('/v2/templates/{templateID}', { ...path, body: { public: false } })
+  assert.equal(patched.response.status, 200)
+  assert.deepEqual(patched.data.names, [name])
+  const published = await api().PATCH('/templates/{templateID}', { ...path, body: { public: true } })
+  assert.equal(published.response.status, 400)
+  assert.match(published.error.message, /private/)
+
   const del = await api().DELETE('/templates/{templateID}', { params: { path: { templateID: templateId } } })
   assert.equal(del.response.status, 204)
   assert.equal(await Template.exists(name), false)
