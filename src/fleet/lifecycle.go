@@ -91,7 +91,7 @@ func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int)
 	}
 	prefix := sandbox.ForkPrefix(parent.ClaimRef)
 	var children []sandboxd.Claim
-	err := f.call(ctx, parent, "fork", func(ctx context.Context, c *sandboxd.Client) error {
+	err := f.callCopying(ctx, parent, "fork", func(ctx context.Context, c *sandboxd.Client) error {
 		var err error
 		children, err = c.Fork(ctx, parent.ID, sandboxd.ForkRequest{Count: count, TTLSeconds: ttlSeconds, ClaimRefPrefix: prefix})
 		return err
@@ -127,7 +127,7 @@ func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int)
 // Checkpoint checkpoints sb on its node under name (may be empty).
 func (f *Fleet) Checkpoint(ctx context.Context, sb Sandbox, name string) (*sandboxd.Checkpoint, error) {
 	var ck *sandboxd.Checkpoint
-	err := f.call(ctx, sb, "checkpoint", func(ctx context.Context, c *sandboxd.Client) error {
+	err := f.callCopying(ctx, sb, "checkpoint", func(ctx context.Context, c *sandboxd.Client) error {
 		var err error
 		ck, err = c.Checkpoint(ctx, sb.ID, sandboxd.CheckpointRequest{Name: name})
 		return err
@@ -200,11 +200,26 @@ func (f *Fleet) change(ctx context.Context, sb Sandbox, op string, verb func(con
 // 404 wraps ErrNotFound as well as sandboxd.ErrNotFound; a node that does
 // not answer at all is reported to the view.
 func (f *Fleet) call(ctx context.Context, sb Sandbox, op string, verb func(context.Context, *sandboxd.Client) error) error {
+	return f.callWithin(ctx, sb, op, f.cfg.NodeTimeout, verb)
+}
+
+// copyTimeout bounds the verbs that copy a sandbox's whole state (fork,
+// checkpoint, promote): a node exports memory and disk for them, which on
+// a large sandbox takes far longer than an ordinary call's NodeTimeout.
+const copyTimeout = 2 * time.Minute
+
+// callCopying is call for a verb that copies the sandbox's state, bounded
+// by copyTimeout (or NodeTimeout when that is longer).
+func (f *Fleet) callCopying(ctx context.Context, sb Sandbox, op string, verb func(context.Context, *sandboxd.Client) error) error {
+	return f.callWithin(ctx, sb, op, max(copyTimeout, f.cfg.NodeTimeout), verb)
+}
+
+func (f *Fleet) callWithin(ctx context.Context, sb Sandbox, op string, bound time.Duration, verb func(context.Context, *sandboxd.Client) error) error {
 	c, err := f.Client(sb.NodeAddr)
 	if err != nil {
 		return fmt.Errorf("fleet: %s: %w: %w", op, sandboxd.ErrUnavailable, err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, f.cfg.NodeTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	err = verb(callCtx, c)
 	switch {

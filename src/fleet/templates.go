@@ -43,7 +43,7 @@ func (f *Fleet) NodeTemplates(ctx context.Context) []NodeTemplates {
 // the template.
 func (f *Fleet) Promote(ctx context.Context, c Claimed, name string) (*sandboxd.PromoteResult, error) {
 	var res *sandboxd.PromoteResult
-	err := f.call(ctx, c.Sandbox, "promote", func(ctx context.Context, cl *sandboxd.Client) error {
+	err := f.callCopying(ctx, c.Sandbox, "promote", func(ctx context.Context, cl *sandboxd.Client) error {
 		var err error
 		res, err = cl.Promote(ctx, c.ID, sandboxd.PromoteRequest{Token: c.Token, Template: name})
 		return err
