@@ -246,6 +246,11 @@ func TestInstallOnARealNode(t *testing.T) {
 	minAvail := avail.stop()
 	t.Logf("under a steady load of %d calls (3 workers: create, get, list, 2 MiB upload and read back through the proxy, kill): helm upgrade %v, rollout restart %v, one pod of each deleted %v; %d calls failed; fewest available replicas seen: %v",
 		calls, upgradeTook.Round(time.Millisecond), restartTook.Round(time.Millisecond), deleteTook.Round(time.Millisecond), failed, minAvail)
+	t.Logf("long streamed commands (%d lines over ~10 s each, through the proxy) while the pods were replaced: %d started, %d completed, %d cut with an error the caller sees (and retries)",
+		streamLines, load.streamed.started.Load(), load.streamed.completed.Load(), load.streamed.cut.Load())
+	if load.streamed.completed.Load() == 0 {
+		t.Errorf("no streamed command completed during the upgrade, restart and pod deletions")
+	}
 	if failed > 0 {
 		t.Errorf("%d of %d calls failed while the pods were replaced:\n%s", failed, calls, strings.Join(failures, "\n"))
 	}

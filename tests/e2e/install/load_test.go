@@ -30,6 +30,7 @@ type steadyLoad struct {
 	upload                  []byte
 
 	calls, failed atomic.Int64
+	streamed      streamTally
 	mu            sync.Mutex
 	failures      []string
 	stop          chan struct{}
@@ -40,6 +41,10 @@ func startLoad(apiAddr, proxyAddr, key, domain string, workers int) *steadyLoad 
 	l := &steadyLoad{api: "http://" + apiAddr, proxy: "http://" + proxyAddr, key: key, domain: domain,
 		upload: make([]byte, 2<<20), stop: make(chan struct{})}
 	_, _ = rand.Read(l.upload)
+	// One more worker streams long commands through the proxy the whole
+	// time (see streams).
+	streamClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	l.wg.Go(func() { l.streams(streamClient) })
 	for range workers {
 		client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 		l.wg.Go(func() {
