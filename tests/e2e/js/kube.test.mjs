@@ -216,6 +216,8 @@ test('commands, files and a signed download URL go through the envd proxy', asyn
   const url = await sbx.downloadUrl('/home/user/notes/hello.txt')
   assert.ok(new URL(url).searchParams.get('signature'), 'the URL is signed')
   const host = `49983-${sbx.sandboxId}.${domain}`
+  // getHost is the host the proxy routes by: the same name reaches envd.
+  assert.equal(sbx.getHost(49983), host)
   const got = await fetchAsWildcardHost(url, host)
   assert.equal(got.status, 200)
   assert.equal(got.body, 'hello, file')
