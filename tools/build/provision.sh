@@ -8,7 +8,8 @@
 #   - rules_go and gazelle taken from the Go module proxy;
 #   - the stand-in modules checked in under tools/build/stubs;
 #   - every Go module go.mod names, and the pinned Go SDK;
-#   - the simulator's base template root filesystem (tools/build/rootfs.sh);
+#   - the simulator's base template root filesystem (tools/build/rootfs.sh)
+#     and the code-interpreter layer over it (tools/build/rootfs-ci.sh);
 #   - an opt-in bazelrc that points Bazel at all of the above.
 # Each step builds into a temporary directory and renames it into place when
 # complete, so an interrupted run leaves nothing half-made behind; a lock
@@ -218,6 +219,13 @@ provision_base_rootfs() {
   base_rootfs=$("$workspace/tools/build/rootfs.sh") || die "provisioning the base root filesystem failed (tools/build/rootfs.sh)"
 }
 
+# provision_ci_rootfs makes the code-interpreter layer the e2b-ci template
+# stacks over the base (tools/build/rootfs-ci.sh, which also returns at once
+# when it is in place) and sets ci_rootfs to its directory, for the bazelrc.
+provision_ci_rootfs() {
+  ci_rootfs=$("$workspace/tools/build/rootfs-ci.sh") || die "provisioning the code-interpreter layer failed (tools/build/rootfs-ci.sh)"
+}
+
 # npm_registry prints the npm registry this machine is configured with (the
 # environment first, then npm's own configuration), or nothing. Bazel runs in
 # a root without npm, so the address is resolved here and passed on.
@@ -259,6 +267,7 @@ offline_rc() {
     # changes the tests' environment and they run again instead of coming
     # from the cache.
     echo "test --test_env=SANDBOX_OPERATOR_BASE_ROOTFS=$base_rootfs"
+    echo "test --test_env=SANDBOX_OPERATOR_CI_ROOTFS=$ci_rootfs"
   } >"$rc.tmp"
   mv "$rc.tmp" "$rc"
 }
@@ -311,6 +320,7 @@ provision_rules
 provision_stubs
 prefetch_modules
 provision_base_rootfs
+provision_ci_rootfs
 offline_rc
 prune_output_bases
 restart_stale_server

@@ -52,6 +52,9 @@ if [[ -n "$script" ]]; then
     if [[ -z "${SANDBOX_OPERATOR_BASE_ROOTFS:-}" ]] && base=$(readlink -e "$rootfs/base"); then
       export SANDBOX_OPERATOR_BASE_ROOTFS=$base
     fi
+    if [[ -z "${SANDBOX_OPERATOR_CI_ROOTFS:-}" ]] && ci=$(readlink -e "$rootfs/e2b-ci"); then
+      export SANDBOX_OPERATOR_CI_ROOTFS=$ci
+    fi
     IN_ROOT_BINDS=$IN_ROOT_BINDS:/tmp:$(pwd -P)
     set +e
     # shellcheck disable=SC2016

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/gossip"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/echo"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
@@ -267,6 +269,16 @@ func guestsFor(cfg Config) ([]node.Guest, error) {
 	}
 	for _, p := range cfg.TCPEchoPorts {
 		guests = append(guests, node.Guest{Port: p, Stream: func(_ node.SandboxInfo, c net.Conn) { echo.ServeStream(c) }})
+	}
+	if cfg.Isolation == nil && !slices.ContainsFunc(guests, func(g node.Guest) bool { return g.Port == codeinterp.Port }) {
+		// The code interpreter runs Python kernels, which only an
+		// isolated machine holds: an unisolated node answers its port
+		// with why, rather than with nothing.
+		guests = append(guests, node.Guest{Port: codeinterp.Port, HTTP: func(node.SandboxInfo) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, "the code interpreter (template "+codeinterp.Template+") runs only in isolated sandboxes; this node runs unisolated", http.StatusNotImplemented)
+			}), nil
+		}})
 	}
 	seen := map[int]bool{}
 	for _, g := range guests {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/machine"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
@@ -26,6 +27,14 @@ type IsolationConfig struct {
 	Runtime *isolate.Runtime
 	// RootFS is the base root filesystem (src/simulator/rootfs.Base).
 	RootFS string
+	// CodeInterpreter is the code-interpreter layer
+	// (src/simulator/rootfs.CodeInterpreter), which sandboxes of the
+	// code-interpreter template (codeinterp.IsTemplate: "e2b-ci:latest")
+	// boot over RootFS, with e2b's code-interpreter server on port
+	// 49999. Empty refuses that template: its pools never fill and its
+	// claims fail, the node logging why (CodeInterpreterErr, when set).
+	CodeInterpreter    string
+	CodeInterpreterErr error
 
 	stateDir string // made by NewIsolation, removed by Close
 }
@@ -56,13 +65,42 @@ func nodeIsolation(cfg Config) (*node.Isolation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: machine config: %w", err)
 	}
+	image, err := codeInterpreterImage(iso, mc)
+	if err != nil {
+		return nil, err
+	}
 	return &node.Isolation{
 		Runtime: iso.Runtime, RootFS: iso.RootFS, User: user,
 		Program: machine.Program, Config: raw, ControlPort: machine.ControlPort,
+		Image: image,
 		Deliver: func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), id, token string) error {
 			return machine.Deliver(ctx, dial, machine.Claim{ID: id, Token: token})
 		},
 		Exec: machine.Exec,
+	}, nil
+}
+
+// codeInterpreterImage is the node's Image hook: templates of the code
+// interpreter boot the code-interpreter layer and start its server; the
+// others boot the default.
+func codeInterpreterImage(iso *IsolationConfig, mc machine.Config) (func(string) (*node.MachineImage, error), error) {
+	mc.CodeInterpreter = true
+	raw, err := json.Marshal(mc)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: machine config: %w", err)
+	}
+	return func(template string) (*node.MachineImage, error) {
+		if !codeinterp.IsTemplate(template) {
+			return nil, nil
+		}
+		if iso.CodeInterpreter == "" {
+			why := iso.CodeInterpreterErr
+			if why == nil {
+				why = errors.New("no code-interpreter layer configured (fleet.IsolationConfig.CodeInterpreter)")
+			}
+			return nil, fmt.Errorf("the code-interpreter template needs the code-interpreter layer: %w", why)
+		}
+		return &node.MachineImage{Layers: []string{iso.CodeInterpreter}, Config: raw}, nil
 	}, nil
 }
 
@@ -97,7 +135,13 @@ func NewIsolation(stateRoot, cgroupParent string, logger *slog.Logger) (*Isolati
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	return &IsolationConfig{Runtime: rt, RootFS: base, stateDir: dir}, nil
+	cfg := &IsolationConfig{Runtime: rt, RootFS: base, stateDir: dir}
+	// The code interpreter is optional: without its layer every other
+	// template still runs, and its own claims say what is missing.
+	if cfg.CodeInterpreter, cfg.CodeInterpreterErr = rootfs.CodeInterpreter(base); cfg.CodeInterpreterErr != nil && logger != nil {
+		logger.Warn("the code-interpreter template (e2b-ci) is unavailable", "err", cfg.CodeInterpreterErr)
+	}
+	return cfg, nil
 }
 
 // Close stops every machine still running and removes the state directory

@@ -34,6 +34,12 @@ type Spec struct {
 	// RootFS is the read-only lower layer, shared by every sandbox that
 	// uses it. It is never written.
 	RootFS string
+	// Layers are read-only layers stacked over RootFS, the first one on
+	// top (overlayfs lower directories): a template that adds to the
+	// base (the code interpreter's packages) without copying it. Like
+	// RootFS they are shared and never written; whiteouts in them hide
+	// what lies below.
+	Layers []string
 	// From optionally names a directory saved by SaveLayer (or another
 	// sandbox's LayerDir while that sandbox is frozen or closed) whose
 	// content seeds the new sandbox's writable layer.

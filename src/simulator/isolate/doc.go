@@ -10,8 +10,9 @@
 // Before anything else it:
 //
 //   - makes every mount private, so nothing it mounts propagates to the host;
-//   - mounts an overlay (lower = Spec.RootFS, shared read-only by every
-//     sandbox; upper and work under StateDir/<id>) and, on it, a fresh /proc
+//   - mounts an overlay (lower = Spec.Layers over Spec.RootFS, shared
+//     read-only by every sandbox; upper and work under StateDir/<id>) and,
+//     on it, a fresh /proc
 //     (with /proc/sys and the other host-wide knobs read-only or masked), a
 //     minimal /dev (null, zero, full, random, urandom, tty, ptmx with its own
 //     devpts, /dev/shm) and a tmpfs /tmp;

@@ -45,6 +45,7 @@ type initSpec struct {
 	ID       string
 	Hostname string
 	RootFS   string
+	Layers   []string // over RootFS, the first on top
 	Upper    string
 	Work     string
 	Merged   string

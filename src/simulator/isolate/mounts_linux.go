@@ -19,7 +19,9 @@ func buildRoot(s *initSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	opts := overlayOptions(s.RootFS, s.Upper, s.Work, s.Rootless)
+	// overlayfs lists lower directories top first, separated by ':'.
+	lower := strings.Join(append(append([]string(nil), s.Layers...), s.RootFS), ":")
+	opts := overlayOptions(lower, s.Upper, s.Work, s.Rootless)
 	if err := unix.Mount("overlay", s.Merged, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount overlay (%s): %w", opts, err)
 	}
@@ -59,6 +61,26 @@ func checkOverlayPath(p string) error {
 		return fmt.Errorf("isolate: path %q contains ',' ':' or '\\', which overlayfs options cannot carry", p)
 	}
 	return nil
+}
+
+// lowerLayers resolves Spec.Layers to absolute directories the overlay
+// options can carry.
+func lowerLayers(layers []string) ([]string, error) {
+	out := make([]string, 0, len(layers))
+	for _, l := range layers {
+		abs, err := filepath.Abs(l)
+		if err != nil {
+			return nil, fmt.Errorf("isolate: layer %q: %w", l, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("isolate: layer %q is not a directory", l)
+		}
+		if err := checkOverlayPath(abs); err != nil {
+			return nil, err
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }
 
 // ensureDir makes p a real directory. A symlink is refused rather than

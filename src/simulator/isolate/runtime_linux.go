@@ -141,6 +141,10 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	if err := checkOverlayPath(rootfs); err != nil {
 		return nil, err
 	}
+	layers, err := lowerLayers(spec.Layers)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkMounts(spec.Mounts); err != nil {
 		return nil, err
 	}
@@ -249,7 +253,7 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		}
 	}
 	raw, err := json.Marshal(initSpec{
-		ID: spec.ID, Hostname: hostname, RootFS: rootfs,
+		ID: spec.ID, Hostname: hostname, RootFS: rootfs, Layers: layers,
 		Upper: s.upper, Work: work, Merged: merged,
 		User: spec.User, Program: spec.Program, Config: spec.Config,
 		Rootless: r.rootless, Mounts: spec.Mounts,

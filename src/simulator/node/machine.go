@@ -28,6 +28,12 @@ type Isolation struct {
 	// Program and Config are the init program every machine runs.
 	Program string
 	Config  []byte
+	// Image, when set, gives a template its own machine: read-only layers
+	// over RootFS and its own program config (the code interpreter's
+	// packages and server). It returns nil for a template that boots the
+	// default, and an error for one this node cannot boot, which fails
+	// the pool's refill and the claim.
+	Image func(template string) (*MachineImage, error)
 	// ControlPort is the program's port for Deliver; the relay never lets
 	// a client reach it.
 	ControlPort int
@@ -38,6 +44,15 @@ type Isolation struct {
 	// claim's) and returns the result, or an *sandboxd.APIError carrying
 	// the status the node answers. Nil answers the buffered exec 502.
 	Exec func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), token string, req sandboxd.ExecRequest) (*sandboxd.ExecResult, error)
+}
+
+// MachineImage is what a template's machines boot instead of the default.
+type MachineImage struct {
+	// Layers lie over Isolation.RootFS, the first on top
+	// (isolate.Spec.Layers).
+	Layers []string
+	// Config replaces Isolation.Config.
+	Config []byte
 }
 
 // deliverTimeout bounds handing a claim to a machine's program.
@@ -58,6 +73,15 @@ func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey,
 	spec := isolate.Spec{
 		ID: id, RootFS: iso.RootFS, From: from, User: iso.User,
 		Program: iso.Program, Config: iso.Config, Mounts: mounts,
+	}
+	if iso.Image != nil {
+		img, err := iso.Image(key.Template)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: start machine %s of template %s: %w", n.cfg.Name, id, key.Template, err)
+		}
+		if img != nil {
+			spec.Layers, spec.Config = img.Layers, img.Config
+		}
 	}
 	if dns, ok := sandbox.DNSID(id); ok {
 		spec.Hostname = dns

@@ -12,6 +12,10 @@
 //     the same cache root tools/build uses.
 //   - A tree is complete when it holds etc/sandbox-operator/rootfs, which the
 //     script writes last (and the tree is only renamed into place after that).
+//
+// It also finds the code-interpreter layer of the `e2b-ci` template, which
+// tools/build/rootfs-ci.sh computes over the base tree, under the same rules
+// (see CodeInterpreter).
 package rootfs
 
 import (
@@ -39,41 +43,56 @@ const Script = "tools/build/rootfs.sh"
 // on even if a newer one replaces the link. It fails, saying how to provision
 // the tree, when the directory is missing or incomplete.
 func Base() (string, error) {
-	dir, fromEnv := os.Getenv(EnvVar), true
+	def, err := DefaultPath()
+	return resolve(treeKind{what: "base root filesystem", envVar: EnvVar, marker: Marker, script: Script}, def, err)
+}
+
+// treeKind is what differs between the trees this package finds.
+type treeKind struct {
+	what   string // for errors: "base root filesystem"
+	envVar string
+	marker string
+	script string
+}
+
+// resolve finds the tree of kind k: the directory its environment variable
+// names, else def (errDef when the default cannot be computed). The result
+// has symbolic links resolved and holds k's marker.
+func resolve(k treeKind, def string, errDef error) (string, error) {
+	dir, fromEnv := os.Getenv(k.envVar), true
 	if dir == "" {
 		fromEnv = false
-		def, err := DefaultPath()
-		if err != nil {
-			return "", fmt.Errorf("base root filesystem: %w; set %s to a provisioned tree (%s as root provisions one)", err, EnvVar, Script)
+		if errDef != nil {
+			return "", fmt.Errorf("%s: %w; set %s to a provisioned tree (%s as root provisions one)", k.what, errDef, k.envVar, k.script)
 		}
 		dir = def
 	}
 	// The fix depends on who chose the path: the script provisions only the
 	// default one, so a wrong override is fixed by changing the override.
 	where := dir + " (the default path in the user's cache)"
-	fix := "provision it with " + Script + " as root (tools/bazel runs it)"
+	fix := "provision it with " + k.script + " as root (tools/bazel runs it)"
 	if fromEnv {
-		where = dir + " (from " + EnvVar + ")"
-		fix = "point " + EnvVar + " at the tree " + Script + " provisions (run it as root; it prints the path) or unset it to use that tree"
+		where = dir + " (from " + k.envVar + ")"
+		fix = "point " + k.envVar + " at the tree " + k.script + " provisions (run it as root; it prints the path) or unset it to use that tree"
 	}
 
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("base root filesystem: %s does not exist; %s", where, fix)
+			return "", fmt.Errorf("%s: %s does not exist; %s", k.what, where, fix)
 		}
-		return "", fmt.Errorf("base root filesystem: %s: %w", where, err)
+		return "", fmt.Errorf("%s: %s: %w", k.what, where, err)
 	}
 	// Callers mount it or hand it to other processes, whose working directory
 	// may differ.
 	if resolved, err = filepath.Abs(resolved); err != nil {
-		return "", fmt.Errorf("base root filesystem: %s: %w", where, err)
+		return "", fmt.Errorf("%s: %s: %w", k.what, where, err)
 	}
 	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("base root filesystem: %s is not a directory; %s", where, fix)
+		return "", fmt.Errorf("%s: %s is not a directory; %s", k.what, where, fix)
 	}
-	if fi, err := os.Stat(filepath.Join(resolved, Marker)); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("base root filesystem: %s is incomplete (no %s, which %s writes last); %s", where, Marker, Script, fix)
+	if fi, err := os.Stat(filepath.Join(resolved, k.marker)); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: %s is incomplete (no %s, which %s writes last); %s", k.what, where, k.marker, k.script, fix)
 	}
 	return resolved, nil
 }

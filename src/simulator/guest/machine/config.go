@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 )
 
 // Program is the name the program is registered under (isolate.Register):
@@ -36,6 +37,11 @@ type Config struct {
 	// TCP echo, each on 127.0.0.1 inside.
 	EchoPorts    []int `json:"echoPorts,omitempty"`
 	TCPEchoPorts []int `json:"tcpEchoPorts,omitempty"`
+	// CodeInterpreter starts e2b's code-interpreter server on
+	// codeinterp.Port when the sandbox boots (its default kernel warm
+	// before any claim), and hands it envd's access token at the claim.
+	// The root filesystem must hold the code-interpreter layer.
+	CodeInterpreter bool `json:"codeInterpreter,omitempty"`
 }
 
 // check refuses a configuration whose ports collide, so a sandbox fails at
@@ -44,6 +50,9 @@ func (c Config) check() error {
 	used := map[int]string{ControlPort: "the control port"}
 	if c.Envd {
 		used[EnvdPort] = "envd"
+	}
+	if c.CodeInterpreter {
+		used[codeinterp.Port] = "the code interpreter"
 	}
 	for _, set := range []struct {
 		what  string

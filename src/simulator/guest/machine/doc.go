@@ -16,6 +16,11 @@
 // they all listen, so whoever delivered the claim can reach them at once.
 // Everything ends when the program's context does (the sandbox stopping).
 //
+// With Config.CodeInterpreter the program also starts e2b's code-interpreter
+// server (src/simulator/guest/codeinterp) as the sandbox's user when the
+// machine boots, before any claim, so its kernel is warm; the claim hands it
+// envd's access token.
+//
 // # What runs where
 //
 // The program itself runs as root inside the sandbox. envd serves the

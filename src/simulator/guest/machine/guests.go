@@ -66,14 +66,9 @@ func newEnvd(cfg Config, c Claim) (*envd.Guest, error) {
 	if u.account != nil {
 		m.Accounts = map[string]envd.Account{u.name: *u.account}
 	}
-	token := ""
-	if len(cfg.EnvdSecret) > 0 {
-		// The value the e2b surface hands the SDK for this claim.
-		token = envd.DeriveAccessToken(cfg.EnvdSecret, c.Token)
-	}
 	g, err := envd.NewHandler(envd.Config{
 		Root:           "/",
-		AccessToken:    token,
+		AccessToken:    accessToken(cfg, c),
 		Version:        cfg.EnvdVersion,
 		User:           u.name,
 		Envs:           cfg.Envs,
@@ -85,6 +80,16 @@ func newEnvd(cfg Config, c Claim) (*envd.Guest, error) {
 		return nil, fmt.Errorf("machine: envd: %w", err)
 	}
 	return g, nil
+}
+
+// accessToken is the envd access token of claim c: the value the e2b
+// surface hands the SDK for it, which envd and the code interpreter both
+// require; "" (no check) when cfg has no secret.
+func accessToken(cfg Config, c Claim) string {
+	if len(cfg.EnvdSecret) == 0 {
+		return ""
+	}
+	return envd.DeriveAccessToken(cfg.EnvdSecret, c.Token)
 }
 
 // serveHTTP serves h on port, with h2c (prior knowledge) when asked.

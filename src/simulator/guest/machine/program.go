@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 )
 
@@ -32,6 +34,11 @@ type program struct {
 	claimed bool
 	closed  bool
 	guests  *guests
+	// ci is the code-interpreter server started at boot (Config.CodeInterpreter);
+	// ciReady is closed once its start is over, with ciErr its failure.
+	ci      *codeinterp.Server
+	ciReady chan struct{}
+	ciErr   error
 }
 
 // run is the program isolate starts inside the sandbox.
@@ -47,7 +54,13 @@ func run(ctx context.Context, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("machine: control port: %w", err)
 	}
-	p := &program{cfg: cfg}
+	p := &program{cfg: cfg, ciReady: make(chan struct{})}
+	if cfg.CodeInterpreter {
+		// Started now, not at the claim: a warm sandbox's kernel is warm.
+		go p.startCodeInterpreter()
+	} else {
+		close(p.ciReady)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /claim", p.serveClaim)
 	mux.HandleFunc("POST /exec", p.serveExec)
@@ -56,6 +69,54 @@ func run(ctx context.Context, raw []byte) error {
 
 	<-ctx.Done()
 	return errors.Join(srv.Close(), p.close())
+}
+
+// startCodeInterpreter starts the code-interpreter server as the sandbox's
+// user, with the environment every envd process gets.
+func (p *program) startCodeInterpreter() {
+	defer close(p.ciReady)
+	cmd := isolate.Command(context.Background(), codeinterp.Python)
+	s, err := codeinterp.Start(cmd, p.cfg.Envs, os.Stderr)
+	if err != nil {
+		p.ciErr = fmt.Errorf("machine: %w", err)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed { // the sandbox stopped while it started
+		_ = s.Close()
+		p.ciErr = errors.New("machine: the sandbox is stopping")
+		return
+	}
+	p.ci = s
+}
+
+// handOverToCodeInterpreter waits for the code-interpreter server's start
+// and gives it the claim's access token (token "" when envd checks none).
+// Called under p.mu by the claim.
+func (p *program) handOverToCodeInterpreter(ctx context.Context, token string) error {
+	if !p.cfg.CodeInterpreter {
+		return nil
+	}
+	// The start takes p.mu before it closes ciReady: wait without it.
+	p.mu.Unlock()
+	select {
+	case <-p.ciReady:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	select {
+	case <-p.ciReady:
+	default:
+		return fmt.Errorf("machine: the code interpreter is still starting: %w", ctx.Err())
+	}
+	if p.ciErr != nil {
+		return p.ciErr
+	}
+	if p.closed || p.ci == nil {
+		return errors.New("machine: the sandbox is stopping")
+	}
+	return p.ci.SetToken(token)
 }
 
 // serveClaim accepts the one claim: it starts the guests and answers 204
@@ -92,6 +153,10 @@ func (p *program) serveClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.guests = g
+	if err := p.handOverToCodeInterpreter(r.Context(), accessToken(p.cfg, c)); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -101,8 +166,13 @@ func (p *program) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	if p.guests == nil {
-		return nil
+	var errs []error
+	if p.ci != nil {
+		errs = append(errs, p.ci.Close())
+		p.ci = nil
 	}
-	return p.guests.Close()
+	if p.guests != nil {
+		errs = append(errs, p.guests.Close())
+	}
+	return errors.Join(errs...)
 }
