@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -169,4 +170,21 @@ func TestMetadataBounds(t *testing.T) {
 		t.Fatalf("refused creates claimed %d sandboxes", n)
 	}
 	e.create(t, keyA, map[string]any{"metadata": map[string]string{strings.Repeat("k", 126): strings.Repeat("v", 512)}})
+}
+
+// A create hands out e2b's traffic access token, derived from the envd
+// access token, which @e2b/code-interpreter sends on its context calls and
+// the data plane checks; a connect through another replica hands out the
+// same one.
+func TestTrafficAccessToken(t *testing.T) {
+	a := newEnv(t, envOptions{})
+	c := a.create(t, keyA, nil)
+	if c.Traffic == nil || *c.Traffic != envdtoken.Traffic(c.EnvdAccessToken) {
+		t.Fatalf("trafficAccessToken = %v, want envdtoken.Traffic of the access token", c.Traffic)
+	}
+	var again created
+	a.replica(t, nil).do(t, http.MethodPost, "/sandboxes/"+c.SandboxID+"/connect", keyA, map[string]any{}).decode(t, &again)
+	if again.Traffic == nil || *again.Traffic != *c.Traffic {
+		t.Fatalf("connect through another replica answered trafficAccessToken %v, want %s", again.Traffic, *c.Traffic)
+	}
 }

@@ -254,9 +254,10 @@ func (s *Server) aliasFor(key sandbox.PoolKey, rec *record) string {
 }
 
 func (s *Server) sandboxResponse(sb fleet.Sandbox, alias, access string) sandboxResponse {
+	traffic := envdtoken.Traffic(access)
 	return sandboxResponse{
 		TemplateID: s.reportedTemplate(sb.Key), SandboxID: dnsID(sb.ID), Alias: alias, ClientID: clientID,
-		EnvdVersion: s.cfg.EnvdVersion, EnvdAccessToken: access, Domain: s.cfg.Domain,
+		EnvdVersion: s.cfg.EnvdVersion, EnvdAccessToken: access, TrafficAccessToken: &traffic, Domain: s.cfg.Domain,
 	}
 }
 

@@ -83,9 +83,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 	}
 
 	presented := r.Header.Get(HeaderAccessToken)
+	// On a port other than envd's, the traffic token stands in for the
+	// access token: @e2b/code-interpreter sends only it on its context
+	// calls. envd itself takes nothing but the access token.
+	traffic := ""
+	if presented == "" && t.Port != EnvdPort {
+		traffic = r.Header.Get(HeaderTrafficToken)
+	}
 	var relayToken string
 	var o owner
-	if presented == "" {
+	if presented == "" && traffic == "" {
 		// Only a signed file URL travels without the header: a browser
 		// or curl fetches it. envd verifies the signature; the proxy only
 		// places the sandbox and relays with the passive fleet token.
@@ -106,7 +113,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 			p.unavailable(w, line, err)
 			return
 		}
-		if !envdtoken.Equal(presented, o.derived) {
+		matches := envdtoken.Equal(presented, o.derived)
+		if presented == "" {
+			line.auth = "traffic-token"
+			matches = envdtoken.Equal(traffic, envdtoken.Traffic(o.derived))
+		}
+		if !matches {
 			// The same answer as an id that names nothing: a 401 here
 			// would tell a caller holding no token which ids exist.
 			line.reason = "access token does not match"

@@ -14,6 +14,10 @@ const (
 	HeaderSandboxID   = "E2b-Sandbox-Id"
 	HeaderSandboxPort = "E2b-Sandbox-Port"
 	HeaderAccessToken = "X-Access-Token"
+	// HeaderTrafficToken is e2b's traffic access token, which the SDKs
+	// send instead of the access token on some calls to a sandbox's other
+	// ports (envdtoken.Traffic).
+	HeaderTrafficToken = "E2b-Traffic-Access-Token"
 	// HeaderAPIKey is the e2b control-plane key. It never belongs to a
 	// guest, so the proxy strips it.
 	HeaderAPIKey = "X-Api-Key"

@@ -24,6 +24,23 @@ func Derive(secret []byte, claimToken string) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
+// trafficLabel keys a traffic token's derivation apart from any other use
+// of the access token.
+const trafficLabel = "e2b-traffic-access-token"
+
+// Traffic returns the sandbox's e2b traffic access token (the
+// E2B-Traffic-Access-Token header) from its envd access token:
+// hex(HMAC-SHA256(accessToken, "e2b-traffic-access-token")). e2b's SDKs
+// send it, and not the envd token, on some calls to a sandbox's other
+// ports (@e2b/code-interpreter's contexts); deriving it from the access
+// token lets the data plane and the guest, which both hold that token,
+// check it with nothing more stored. It never yields the access token.
+func Traffic(accessToken string) string {
+	mac := hmac.New(sha256.New, []byte(accessToken))
+	mac.Write([]byte(trafficLabel))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
 // Equal compares a presented access token with the derived one in constant
 // time, so a caller cannot learn a prefix from response timing.
 func Equal(presented, derived string) bool {

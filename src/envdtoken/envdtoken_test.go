@@ -64,3 +64,16 @@ func TestReadSecretFile(t *testing.T) {
 		}
 	}
 }
+
+// The traffic token is its own HMAC of the access token: stable, distinct
+// from the access token, and different for another sandbox's.
+func TestTraffic(t *testing.T) {
+	a, b := Derive([]byte("s"), "claim-a"), Derive([]byte("s"), "claim-b")
+	ta := Traffic(a)
+	if len(ta) != 64 || strings.Trim(ta, "0123456789abcdef") != "" {
+		t.Fatalf("traffic token %q is not 64 hex digits", ta)
+	}
+	if ta != Traffic(a) || ta == a || ta == Traffic(b) {
+		t.Fatal("the traffic token must be stable, differ from the access token, and differ per sandbox")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
@@ -75,6 +76,9 @@ type options struct {
 	buildParallel   int
 	buildUploadMax  int64
 	volumes         []string
+	// codeInterpreterWarm is the warm code-interpreter sandboxes each warm
+	// node keeps per lane; 0 serves no code interpreter.
+	codeInterpreterWarm int
 	// volumeCatalog is volumes parsed by validate.
 	volumeCatalog []node.Volume
 }
@@ -99,6 +103,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.buildDir, "build-dir", "", "directory that keeps the files template builds upload (default e2b-builds in the user's cache, next to the base root filesystem)")
 	fs.IntVar(&o.buildParallel, "build-parallel", 2, "template builds that run at once; a start beyond them answers 429 and waits")
 	fs.Int64Var(&o.buildUploadMax, "build-upload-max", 1<<30, "largest archive in bytes a template build's upload may be")
+	fs.IntVar(&o.codeInterpreterWarm, "code-interpreter-warm", 1, "warm code-interpreter sandboxes (template alias "+codeInterpreterAlias+", the @e2b/code-interpreter SDK's default; image "+codeInterpreterImage+") each warm node keeps per lane; each runs an IPython kernel. 0 serves no code interpreter; --unisolated serves none")
 	fs.StringArrayVar(&o.volumes, "volume", nil, "a volume of the nodes' catalog, repeatable: <name>=<host dir>[,writable]. Volume.list lists it; a create's volumeMounts bind-mount the host directory into the sandbox (read-write when writable)")
 	o.dataPlaneLimits = envdproxy.DefaultLimits()
 	o.dataPlaneLimits.AddFlags(fs, "data-plane-")
@@ -134,6 +139,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--default-timeout: %d must be at least 1", o.defaultTimeout)
 	case o.buildParallel < 1:
 		return fmt.Errorf("--build-parallel: %d must be at least 1", o.buildParallel)
+	case o.codeInterpreterWarm < 0:
+		return fmt.Errorf("--code-interpreter-warm: %d must not be negative", o.codeInterpreterWarm)
 	case o.buildUploadMax < 1:
 		return fmt.Errorf("--build-upload-max: %d must be at least 1", o.buildUploadMax)
 	}
@@ -159,3 +166,11 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// The code interpreter's alias, which @e2b/code-interpreter's Sandbox.create
+// asks for, and the pool image behind it (the simulator's e2b-ci guest, as
+// sandboxd's e2b-ci image on real nodes).
+const (
+	codeInterpreterAlias = "code-interpreter-v1"
+	codeInterpreterImage = codeinterp.Template + ":latest"
+)

@@ -99,6 +99,16 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		{Template: o.template, Net: "egress", Warm: o.warm},
 		{Template: o.template, Net: sandbox.DefaultNet, Warm: o.warm},
 	}
+	aliases := map[string]e2b.Template{"base": {Image: o.template, Size: sandbox.DefaultSize}}
+	// The code interpreter (@e2b/code-interpreter's default template) runs
+	// a real IPython kernel, which needs an isolated machine and the
+	// e2b-ci root filesystem layer: it is served only isolated.
+	if o.codeInterpreterWarm > 0 && !o.unisolated {
+		pools = append(pools,
+			sandboxd.PoolSpec{Template: codeInterpreterImage, Net: "egress", Warm: o.codeInterpreterWarm},
+			sandboxd.PoolSpec{Template: codeInterpreterImage, Net: sandbox.DefaultNet, Warm: o.codeInterpreterWarm})
+		aliases[codeInterpreterAlias] = e2b.Template{Image: codeInterpreterImage, Size: sandbox.DefaultSize}
+	}
 	var isolation *fleet.IsolationConfig
 	if o.unisolated {
 		logger.Warn("--unisolated: sandboxes are ordinary processes of this user on this host; their commands run here and nothing isolates them from the host or from each other")
@@ -167,7 +177,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 			DefaultTimeout: time.Duration(o.defaultTimeout) * time.Second,
 			Keys:           keys,
 			AllowAnonymous: o.anonymous,
-			Aliases:        map[string]e2b.Template{"base": {Image: o.template, Size: sandbox.DefaultSize}},
+			Aliases:        aliases,
 			EnvdSecret:     secret,
 			Builds:         builds,
 			// The create rate and live-sandbox cap are left zero: the

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // Plane is a data plane under test and the sandbox it addresses.
@@ -75,6 +77,17 @@ type credential struct {
 	name          string
 	header, value string
 	outcome       outcome
+	// onEnvd, when set, is the outcome on envd's port instead: the
+	// traffic token opens a sandbox's other ports, never envd.
+	onEnvd *outcome
+}
+
+// outcomeOn is how c fares on port.
+func (c credential) outcomeOn(port int) outcome {
+	if c.onEnvd != nil && port == sandboxd.EnvdPort {
+		return *c.onEnvd
+	}
+	return c.outcome
 }
 
 func (p Plane) credentials() []credential {
@@ -87,6 +100,12 @@ func (p Plane) credentials() []credential {
 		{name: "the node root token as Bearer", header: "Authorization", value: "Bearer " + p.RootToken, outcome: missing},
 		{name: "an API key as X-API-KEY", header: "X-API-KEY", value: p.APIKey, outcome: missing},
 		{name: "the sandbox's access token", header: "X-Access-Token", value: p.AccessToken, outcome: opens},
+		// e2b's traffic token, derived from the access token: it opens the
+		// sandbox's other ports (@e2b/code-interpreter's contexts send only
+		// it) and is no credential at all on envd's.
+		{name: "the sandbox's traffic token", header: "E2B-Traffic-Access-Token", value: envdtoken.Traffic(p.AccessToken), outcome: opens, onEnvd: ptr(missing)},
+		{name: "another sandbox's traffic token", header: "E2B-Traffic-Access-Token", value: envdtoken.Traffic(p.OtherAccessToken), outcome: wrong, onEnvd: ptr(missing)},
+		{name: "the access token as the traffic token", header: "E2B-Traffic-Access-Token", value: p.AccessToken, outcome: wrong, onEnvd: ptr(missing)},
 	}
 }
 
@@ -189,14 +208,14 @@ func Run(t *testing.T, p Plane) Counts {
 						fail("%s: the answer carries the claim token", cell(known))
 					}
 				}
-				switch c.outcome {
+				switch c.outcomeOn(port.Port) {
 				case missing:
 					if mine.status != http.StatusUnauthorized || !bytes.Equal(mine.body, none.body) {
 						fail("%s = %s; for an unknown id %s: want the same 401", cell(known), mine, none)
 					}
 					same("missing-token 401", cell(known), mine)
 				case wrong, opens:
-					if c.outcome == opens {
+					if c.outcomeOn(port.Port) == opens {
 						if mine.status != port.Want {
 							fail("%s = %s, want %d from the guest", cell(known), mine, port.Want)
 						}
@@ -218,6 +237,8 @@ func Run(t *testing.T, p Plane) Counts {
 	}
 	return n
 }
+
+func ptr(o outcome) *outcome { return &o }
 
 // unknownLike is an id of the same shape as id that names nothing.
 func unknownLike(id string) string {

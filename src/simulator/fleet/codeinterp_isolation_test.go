@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
@@ -77,6 +78,22 @@ func TestIsolatedCodeInterpreter(t *testing.T) {
 			st, _ = newCIVia(t, root, cl, token).do(ctxT(t), t, http.MethodGet, "/contexts", nil)
 			if st != http.StatusUnauthorized {
 				t.Errorf("list contexts with %s token = %d, want 401", name, st)
+			}
+		}
+		// @e2b/code-interpreter sends e2b's traffic token, not the access
+		// token, on its context calls: it is derived from the access token
+		// (envdtoken.Traffic), so the guest checks it as well.
+		viaTraffic := func(token string) *ciVia {
+			v := newCIVia(t, root, cl, "")
+			v.hc.Transport = tokenTransport{base: v.hc.Transport, token: token, header: "E2B-Traffic-Access-Token"}
+			return v
+		}
+		if st, raw := viaTraffic(envdtoken.Traffic(accessToken(cl.Token))).do(ctxT(t), t, http.MethodGet, "/contexts", nil); st != http.StatusOK {
+			t.Errorf("list contexts with the traffic token = %d %s, want 200", st, raw)
+		}
+		for name, token := range map[string]string{"a wrong traffic token": "0f0f", "the access token as the traffic token": accessToken(cl.Token)} {
+			if st, _ := viaTraffic(token).do(ctxT(t), t, http.MethodGet, "/contexts", nil); st != http.StatusUnauthorized {
+				t.Errorf("list contexts with %s = %d, want 401", name, st)
 			}
 		}
 	})

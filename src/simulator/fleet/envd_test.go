@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -65,12 +66,14 @@ func newEnvdVia(t *testing.T, c *sandboxd.Client, cl *sandboxd.Claim, token stri
 type tokenTransport struct {
 	base  http.RoundTripper
 	token string
+	// header carries the token; default X-Access-Token.
+	header string
 }
 
 func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if tt.token != "" {
 		r = r.Clone(r.Context())
-		r.Header.Set("X-Access-Token", tt.token)
+		r.Header.Set(cmp.Or(tt.header, "X-Access-Token"), tt.token)
 	}
 	return tt.base.RoundTrip(r)
 }

@@ -101,26 +101,40 @@ class AccessToken:
     token does for envd.
     """
 
+    # The label the traffic token is derived with (envdtoken.Traffic).
+    TRAFFIC_LABEL = b"e2b-traffic-access-token"
+
     def __init__(self):
         self._lock = threading.Lock()
         self._known = False
         self._digest = None  # None with _known: no check
+        self._traffic_digest = None
 
     def set(self, token):
         with self._lock:
             self._known = True
             self._digest = hashlib.sha256(token.encode()).digest() if token else None
+            # e2b's SDK sends the traffic token, not the access token, on
+            # its context calls: hex(HMAC-SHA256(access token, label)).
+            traffic = hmac.new(token.encode(), self.TRAFFIC_LABEL, hashlib.sha256).hexdigest() if token else ""
+            self._traffic_digest = hashlib.sha256(traffic.encode()).digest() if token else None
 
-    def check(self, presented):
-        """Returns None when admitted, else (status, message)."""
+    def check(self, presented, traffic=None):
+        """Returns None when admitted, else (status, message).
+
+        presented is X-Access-Token, traffic E2B-Traffic-Access-Token; the
+        access token decides when it is sent."""
         with self._lock:
-            known, digest = self._known, self._digest
+            known, digest, traffic_digest = self._known, self._digest, self._traffic_digest
         if not known:
             return 503, "Authentication unavailable: the sandbox is not claimed yet"
         if digest is None:
             return None
-        got = hashlib.sha256((presented or "").encode()).digest()
-        if not hmac.compare_digest(got, digest):
+        if presented:
+            got, want = hashlib.sha256(presented.encode()).digest(), digest
+        else:
+            got, want = hashlib.sha256((traffic or "").encode()).digest(), traffic_digest
+        if not hmac.compare_digest(got, want):
             return 401, "Unauthorized: provide the sandbox's access token in X-Access-Token"
         return None
 
@@ -458,7 +472,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 # Unauthenticated, as e2b's: the health probe carries no token.
                 self._read_body()
                 return self._json(200, "OK")
-            refused = self.token.check(self.headers.get("X-Access-Token"))
+            refused = self.token.check(self.headers.get("X-Access-Token"),
+                                       self.headers.get("E2B-Traffic-Access-Token"))
             if refused is not None:
                 self._read_body()
                 raise HTTPError(*refused)
