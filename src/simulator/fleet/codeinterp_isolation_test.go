@@ -28,7 +28,7 @@ const ciTemplate = "e2b-ci:latest"
 // code-interpreter template. The layer is provisioned by tools/bazel
 // (tools/build/rootfs-ci.sh); without it the test fails rather than skips,
 // so CI cannot pass without exercising the guest.
-func startCodeInterpreterFleet(t *testing.T) *fleet.Fleet {
+func startCodeInterpreterFleet(t testing.TB) *fleet.Fleet {
 	t.Helper()
 	base, err := rootfs.Base()
 	if err != nil {

@@ -23,7 +23,7 @@ type ciVia struct {
 	hc *http.Client
 }
 
-func newCIVia(t *testing.T, c *sandboxd.Client, cl *sandboxd.Claim, token string) *ciVia {
+func newCIVia(t testing.TB, c *sandboxd.Client, cl *sandboxd.Claim, token string) *ciVia {
 	t.Helper()
 	sc := c.As(cl.Token)
 	tr := &http.Transport{
@@ -38,7 +38,7 @@ func newCIVia(t *testing.T, c *sandboxd.Client, cl *sandboxd.Claim, token string
 const ciBase = "http://ci.sandbox"
 
 // do sends one request and returns the status and whole body.
-func (c *ciVia) do(ctx context.Context, t *testing.T, method, path string, body any) (int, []byte) {
+func (c *ciVia) do(ctx context.Context, t testing.TB, method, path string, body any) (int, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -116,7 +116,7 @@ func (e *statusError) Error() string { return strconv.Itoa(e.status) + ": " + e.
 
 // run runs a cell to its end and returns its lines, failing the test on
 // any transport error or a missing end_of_execution.
-func (c *ciVia) run(t *testing.T, body map[string]any) []ciLine {
+func (c *ciVia) run(t testing.TB, body map[string]any) []ciLine {
 	t.Helper()
 	var lines []ciLine
 	if err := c.stream(ctxT(t), body, func(l ciLine) { lines = append(lines, l) }); err != nil {

@@ -22,13 +22,13 @@ const (
 
 var key = sandbox.PoolKey{Template: tmpl, Net: "none", Size: "small"}
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func startFleet(t *testing.T, cfg fleet.Config) *fleet.Fleet {
+func startFleet(t testing.TB, cfg fleet.Config) *fleet.Fleet {
 	t.Helper()
 	if cfg.RootToken == "" {
 		cfg.RootToken = rootToken

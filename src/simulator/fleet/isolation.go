@@ -76,7 +76,8 @@ func nodeIsolation(cfg Config) (*node.Isolation, error) {
 		Deliver: func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), id, token string) error {
 			return machine.Deliver(ctx, dial, machine.Claim{ID: id, Token: token})
 		},
-		Exec: machine.Exec,
+		Ready: machine.WaitReady,
+		Exec:  machine.Exec,
 	}, nil
 }
 

@@ -40,6 +40,10 @@ type Isolation struct {
 	// Deliver hands a claim (the sandbox id and its token) to a started
 	// machine's program.
 	Deliver func(ctx context.Context, dial func(context.Context, int) (net.Conn, error), id, token string) error
+	// Ready, when set, waits until a started machine serves what it serves
+	// before a claim (a code interpreter's kernel): a warm VM counts as
+	// warm only after it.
+	Ready func(ctx context.Context, dial func(context.Context, int) (net.Conn, error)) error
 	// Exec runs a buffered exec inside a claimed machine (its token is the
 	// claim's) and returns the result, or an *sandboxd.APIError carrying
 	// the status the node answers. Nil answers the buffered exec 502.
@@ -96,12 +100,25 @@ func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey,
 	return m, nil
 }
 
+// machineReadyTimeout bounds a warm machine's way to ready (a code
+// interpreter's kernel start and imports on a loaded machine).
+const machineReadyTimeout = 2 * time.Minute
+
 // prepareWarm starts a machine for a pool's warm VM.
 func (n *Node) prepareWarm(key sandbox.PoolKey) (*warmMachine, error) {
 	id := newSandboxID()
 	m, err := n.startMachine(n.ctx, id, key, "")
 	if err != nil {
 		return nil, err
+	}
+	if ready := n.cfg.Isolation.Ready; ready != nil {
+		ctx, cancel := context.WithTimeout(n.ctx, machineReadyTimeout)
+		err := ready(ctx, m.Dial)
+		cancel()
+		if err != nil {
+			_ = m.Close()
+			return nil, fmt.Errorf("node %s: machine %s of %s did not become ready: %w", n.cfg.Name, id, key.Template, err)
+		}
 	}
 	return &warmMachine{id: id, m: m}, nil
 }

@@ -97,3 +97,23 @@ test('env vars of a cell reach that cell only', async () => {
   assert.equal(r.text, 'yes')
   assert.equal((await sbx.runCode('import os; os.environ.get("CELL_ONLY")')).text, undefined)
 })
+
+test('stderr streams as well; a language with no kernel is refused', async () => {
+  const sbx = await create()
+  const errs = []
+  const r = await sbx.runCode('import sys\nprint("to stderr", file=sys.stderr, flush=True)', { onStderr: (m) => errs.push(m.line) })
+  assert.deepEqual(r.logs.stderr.map((l) => l.trim()), ['to stderr'])
+  assert.deepEqual(errs.map((l) => l.trim()), ['to stderr'])
+  await assert.rejects(sbx.runCode('console.log(1)', { language: 'js' }), /python|language/i)
+})
+
+test('a sandbox killed mid-cell ends the cell with an error', async () => {
+  const sbx = await create()
+  const running = sbx.runCode('import time\nprint("started", flush=True)\ntime.sleep(600)', {
+    timeoutMs: 120_000,
+    onStdout: async () => { await sbx.kill() },
+  })
+  await assert.rejects(running)
+  assert.equal(await sbx.isRunning(), false)
+  live.delete(sbx)
+})

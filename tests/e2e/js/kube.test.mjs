@@ -129,8 +129,13 @@ test('lifecycle onTimeout "pause" archives the sandbox at its timeout; connect w
   const sbx = await create({ allowInternetAccess: false, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause' } })
   await sbx.files.write('auto.txt', 'survives the archive')
   await waitPaused(sbx)
-  const paused = await allPages(Sandbox.list({ query: { state: ['paused'] } }))
-  assert.ok(paused.some((s) => s.sandboxId === sbx.sandboxId), 'an archived sandbox is listed as paused')
+  // The node archived it on its own, so lists (read from the nodes'
+  // published inventory) show it paused from the node's next publish on.
+  const listedBy = Date.now() + 30_000
+  while (!(await allPages(Sandbox.list({ query: { state: ['paused'] } }))).some((s) => s.sandboxId === sbx.sandboxId)) {
+    assert.ok(Date.now() < listedBy, 'an archived sandbox is not listed as paused after its node published')
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
   await assert.rejects(sbx.files.read('auto.txt'), 'traffic to an archived sandbox without autoResume is refused')
   assert.equal((await sbx.getInfo()).state, 'paused', 'traffic woke an archived sandbox created without autoResume')
   const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 })

@@ -53,8 +53,9 @@ const bootstrap = `import sys; f = open(3, closefd=True); src = f.read(); f.clos
 // user's PATH.
 const Python = "python3"
 
-// startTimeout bounds how long the server takes to listen.
-const startTimeout = 60 * time.Second
+// startTimeout bounds how long the server takes to listen, which it does
+// once its default kernel is up (the kernel may take a minute).
+const startTimeout = 90 * time.Second
 
 // Server is a running code-interpreter server.
 type Server struct {

@@ -449,6 +449,10 @@ class ClientGone(Exception):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "e2b-code-interpreter-sim"
+    # A streamed cell is many small writes (a chunk's size line, its data,
+    # its end): with Nagle's algorithm each waits for the client's delayed
+    # ACK, about 40 ms a cell. Every write here is meant to leave at once.
+    disable_nagle_algorithm = True
     # Set on the class by main().
     token = None
     contexts = None
@@ -701,7 +705,15 @@ def main():
     Handler.token, Handler.contexts = token, contexts
     srv = Server((HOST, PORT), Handler)
     threading.Thread(target=srv.serve_forever, name="http", daemon=True).start()
-    contexts.start_default()
+    # "listening" is the machine's sign that the code interpreter is up;
+    # it is sent once the default kernel has started and imported the
+    # data stack, so a warm sandbox's first cell starts no kernel. A
+    # kernel that does not start still lets the server answer (its cells
+    # report the failure).
+    try:
+        contexts.start_default().result(KERNEL_READY_SECONDS + 10)
+    except Exception as e:
+        log(f"the default kernel did not start: {e}")
     print("listening", flush=True)
 
     # stdin: the access token, one line (empty: no check), possibly replaced

@@ -36,20 +36,34 @@ func Deliver(ctx context.Context, dial func(ctx context.Context, port int) (net.
 	if err != nil {
 		return err
 	}
+	return controlCall(ctx, dial, http.MethodPost, "/claim", body, "deliver claim")
+}
+
+// WaitReady waits until the machine's program has started what the
+// sandbox serves before any claim (the code interpreter and its default
+// kernel), so a node counts a warm VM as warm only when it is. A program
+// that failed to start it answers the error.
+func WaitReady(ctx context.Context, dial func(ctx context.Context, port int) (net.Conn, error)) error {
+	return controlCall(ctx, dial, http.MethodGet, "/ready", nil, "wait for readiness")
+}
+
+// controlCall sends one request to the program's control port, retrying
+// the dial while nothing listens there yet (the program is starting).
+func controlCall(ctx context.Context, dial func(ctx context.Context, port int) (net.Conn, error), method, path string, body []byte, op string) error {
 	wait := firstRetry
 	for {
 		conn, err := dial(ctx, ControlPort)
 		if err == nil {
-			return post(ctx, conn, body)
+			return roundTrip(ctx, conn, method, path, body, op)
 		}
 		if !refused(err) {
-			return fmt.Errorf("machine: deliver claim: %w", err)
+			return fmt.Errorf("machine: %s: %w", op, err)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("machine: deliver claim: %w (last dial: %v)", ctx.Err(), err)
+			return fmt.Errorf("machine: %s: %w (last dial: %v)", op, ctx.Err(), err)
 		case <-t.C:
 		}
 		wait = min(2*wait, maxRetry)
@@ -63,23 +77,25 @@ func refused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused")
 }
 
-// post sends one POST /claim over conn and reads the answer.
-func post(ctx context.Context, conn net.Conn, body []byte) error {
+// roundTrip sends one request over conn and reads the answer.
+func roundTrip(ctx context.Context, conn net.Conn, method, path string, body []byte, op string) error {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://sandbox/claim", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, "http://sandbox"+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Close = true
 	if err := req.Write(conn); err != nil {
-		return fmt.Errorf("machine: deliver claim: %w", contextOr(ctx, err))
+		return fmt.Errorf("machine: %s: %w", op, contextOr(ctx, err))
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
-		return fmt.Errorf("machine: deliver claim: %w", contextOr(ctx, err))
+		return fmt.Errorf("machine: %s: %w", op, contextOr(ctx, err))
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
@@ -89,7 +105,7 @@ func post(ctx context.Context, conn net.Conn, body []byte) error {
 	case http.StatusConflict:
 		return ErrAlreadyClaimed
 	default:
-		return fmt.Errorf("machine: deliver claim: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("machine: %s: %s: %s", op, resp.Status, strings.TrimSpace(string(msg)))
 	}
 }
 

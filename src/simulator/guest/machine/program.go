@@ -63,6 +63,7 @@ func run(ctx context.Context, raw []byte) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /claim", p.serveClaim)
+	mux.HandleFunc("GET /ready", p.serveReady)
 	mux.HandleFunc("POST /exec", p.serveExec)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -175,4 +176,23 @@ func (p *program) close() error {
 		errs = append(errs, p.guests.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// serveReady answers once what the sandbox serves before a claim has
+// started (WaitReady): at once for a plain machine, after the code
+// interpreter's default kernel for a code-interpreter one.
+func (p *program) serveReady(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-p.ciReady:
+	case <-r.Context().Done():
+		return
+	}
+	p.mu.Lock()
+	err := p.ciErr
+	p.mu.Unlock()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
