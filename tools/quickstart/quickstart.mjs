@@ -13,12 +13,14 @@
 // and is woken by the next request. Then it builds a template of its own with
 // Template.build (from "base", copying a local file in and running a
 // command), starts a sandbox from it, reads what the build left there, and
-// deletes the template. It exits non-zero if any step does not do what it
-// says.
+// deletes the template. It ends with the code interpreter
+// (@e2b/code-interpreter): a Python cell that prints a value and returns a
+// chart. It exits non-zero if any step does not do what it says.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ApiClient, ConnectionConfig, Sandbox, Template } from 'e2b'
+import { Sandbox as CodeInterpreter } from '@e2b/code-interpreter'
 
 function check(ok, what) {
   if (!ok) throw new Error(`quickstart: ${what}`)
@@ -114,8 +116,15 @@ try {
     // --e2b-builds) says so with a 501; everything above still ran.
     if (!String(err.message).startsWith('501')) throw err
     console.log(`template builds are not served here: ${err.message}`)
-    process.exit(0)
   }
+  if (built) await useTemplate(built, logs)
+} finally {
+  rmSync(context, { recursive: true, force: true })
+}
+
+// useTemplate starts a sandbox from the built template, reads what the
+// build left there, and deletes the template.
+async function useTemplate(built, logs) {
   console.log(`built template quickstart (${built.templateId}) in ${logs.length} log lines`)
 
   const fromTemplate = await Sandbox.create('quickstart')
@@ -132,6 +141,35 @@ try {
   const res = await api.api.DELETE('/templates/{templateID}', { params: { path: { templateID: built.templateId } } })
   check(res.response.status === 204, `deleting the template answered ${res.response.status}`)
   console.log('deleted template quickstart')
+}
+
+// The code interpreter: @e2b/code-interpreter's Sandbox.create() takes a
+// warm sandbox of its default template, code-interpreter-v1, whose IPython
+// kernel is already running; runCode runs a Python cell there.
+let interpreter
+try {
+  interpreter = await CodeInterpreter.create()
+} catch (err) {
+  // A server whose nodes serve no code-interpreter pool answers its alias
+  // 404; everything above still ran.
+  if (!/not found/i.test(String(err.message))) throw err
+  console.log(`the code interpreter is not served here: ${err.message}`)
+  process.exit(0)
+}
+try {
+  const cell = await interpreter.runCode([
+    'import matplotlib.pyplot as plt',
+    'print("six times seven is", 6 * 7)',
+    'plt.plot([1, 2, 3, 4], [1, 4, 9, 16])',
+    'plt.title("squares")',
+    'plt.show()',
+  ].join('\n'))
+  const printed = cell.logs.stdout.join('').trim()
+  const chart = cell.results.find((r) => r.png)
+  console.log(`the code interpreter printed: ${printed}`)
+  check(printed === 'six times seven is 42', `the cell printed ${JSON.stringify(printed)}`)
+  check(chart && Buffer.from(chart.png, 'base64').subarray(1, 4).toString() === 'PNG', 'the cell returned no PNG chart')
+  console.log(`and returned a chart: a ${Buffer.from(chart.png, 'base64').length}-byte PNG`)
 } finally {
-  rmSync(context, { recursive: true, force: true })
+  await interpreter.kill()
 }

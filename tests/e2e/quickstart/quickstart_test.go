@@ -36,7 +36,8 @@ func TestQuickstartAgainstLocalSystem(t *testing.T) {
 		"port 8000 served: hello from a web server in the sandbox", "killed sandbox sb-",
 		"paused at its timeout", `a request woke it: the file holds "kept while paused", the sandbox is running`,
 		"built template quickstart (", "sandbox from the template holds: hello from a template / HELLO FROM A TEMPLATE",
-		"deleted template quickstart"} {
+		"deleted template quickstart",
+		"the code interpreter printed: six times seven is 42", "and returned a chart: a "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}
