@@ -43,6 +43,10 @@ const (
 	imageBase   = "registry.example/agents/base:1"
 	imageDirect = "python-3.12"
 
+	// @e2b/code-interpreter's default template and the image behind it.
+	aliasCodeInterpreter = "code-interpreter-v1"
+	imageCodeInterpreter = "e2b-ci:latest"
+
 	domain = "sandbox.e2e.test"
 
 	setupTimeout = 4 * time.Minute
@@ -54,7 +58,7 @@ var sandboxGVR = schema.GroupVersionResource{Group: harness.KubeAPIGroup, Versio
 
 func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	project := nodejs.Setup(t, "tests/e2e/js")
-	project.Copy(t, "lib.mjs", "kube.test.mjs")
+	project.Copy(t, "lib.mjs", "kube.test.mjs", "codeinterp.test.mjs")
 
 	apiserverBin := testbin.Path(t, "SANDBOX_APISERVER", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-apiserver")
 	proxyBin := testbin.Path(t, "SANDBOX_ENVD_PROXY", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-envd-proxy")
@@ -71,7 +75,7 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	tokenFile := harness.WriteFile(t, dir, "sandboxd-token", token+"\n")
 	secretFile := harness.WriteFile(t, dir, "envd-secret", envdSecret+"\n")
 	keyFile := harness.WriteFile(t, dir, "e2b-keys", fmt.Sprintf("# key namespace\n%s %s\n%s %s\n", keyA, teamA, keyB, teamB))
-	aliasFile := harness.WriteFile(t, dir, "e2b-aliases", fmt.Sprintf("%s %s\n", aliasBase, imageBase))
+	aliasFile := harness.WriteFile(t, dir, "e2b-aliases", fmt.Sprintf("%s %s\n%s %s\n", aliasBase, imageBase, aliasCodeInterpreter, imageCodeInterpreter))
 
 	f, err := fleet.Start(context.Background(), fleet.Config{
 		Nodes:     3,
@@ -100,6 +104,11 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		}
 	})
 
+	// One more node, of isolated machines, keeps the code interpreter's
+	// pool (its IPython kernels need a machine and the e2b-ci layer); it
+	// publishes into the same cluster as the others.
+	ci := startCodeInterpreterNode(t, c, token, envdSecret, filepath.Join(dir, "ci-scratch"))
+
 	front := harness.StartKubeE2B(t, ctx, c, harness.KubeE2BConfig{
 		APIServer: apiserverBin, EnvdProxy: proxyBin, Dir: dir,
 		Namespace: teamA, Domain: domain,
@@ -111,6 +120,7 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		nodes = append(nodes, n.Name())
 	}
 	harness.WaitInventory(t, ctx, c, nodes, 3)
+	harness.WaitInventory(t, ctx, c, []string{ci.Node(0).Name()}, 2)
 
 	report := filepath.Join(dir, "report.json")
 	suiteCtx, suiteCancel := context.WithTimeout(context.Background(), suiteTimeout)
@@ -124,6 +134,15 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 		"E2E_TEMPLATE=" + imageDirect,
 		"E2E_REPORT=" + report,
 	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "kube.test.mjs")
+
+	// The npm @e2b/code-interpreter through sandbox-apiserver's surface
+	// and sandbox-envd-proxy.
+	project.Run(t, suiteCtx, []string{
+		"E2B_API_URL=http://" + e2bAddr,
+		"E2B_SANDBOX_URL=http://" + proxyAddr,
+		"E2B_DOMAIN=" + domain,
+		"E2B_API_KEY=" + keyA,
+	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "codeinterp.test.mjs")
 
 	// The sandbox the suite kept is a Sandbox in the key's namespace, seen
 	// through the kube-apiserver like any other.

@@ -1,0 +1,61 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+)
+
+// startCodeInterpreterNode starts one simulated node of isolated machines
+// with a warm code-interpreter pool on both lanes, publishing its
+// NodeInventory into c like the suite's other nodes. The machines need
+// the e2b-ci layer, which tools/bazel provisions: without it the test
+// fails, it does not skip.
+func startCodeInterpreterNode(t *testing.T, c *cluster.Cluster, token, envdSecret, scratch string) *fleet.Fleet {
+	t.Helper()
+	iso, err := fleet.NewIsolation("", fmt.Sprintf("sandbox-operator-kube-e2e-ci-%d", os.Getpid()), nil)
+	if err != nil {
+		t.Fatalf("the code-interpreter node needs isolated machines: %v", err)
+	}
+	if iso.CodeInterpreterErr != nil {
+		_ = iso.Close()
+		t.Fatalf("the code-interpreter layer is missing (tools/bazel provisions it): %v", iso.CodeInterpreterErr)
+	}
+	f, err := fleet.Start(context.Background(), fleet.Config{
+		Nodes:            1,
+		NamePrefix:       "sim-ci-node-",
+		RootToken:        token,
+		EgressAttachment: true,
+		EchoPorts:        []int{},
+		Isolation:        iso,
+		Envd:             &fleet.EnvdConfig{Secret: []byte(envdSecret)},
+		ScratchRoot:      scratch,
+		Publish:          &fleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
+		Customize: func(_ int, cfg *node.Config) {
+			cfg.Pools = []sandboxd.PoolSpec{
+				{Template: imageCodeInterpreter, Net: "egress", Warm: 1},
+				{Template: imageCodeInterpreter, Net: "none", Warm: 1},
+			}
+		},
+	})
+	if err != nil {
+		_ = iso.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close the code-interpreter node: %v", err)
+		}
+		if err := iso.Close(); err != nil {
+			t.Errorf("close its machines: %v", err)
+		}
+	})
+	return f
+}
