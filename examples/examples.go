@@ -7,6 +7,8 @@
 //     that pool through sandbox-apiserver;
 //   - e2b/base-warmpool.yaml: a SandboxTemplate and a SandboxWarmPool that
 //     fill the egress-lane pool the e2b SDK's default template claims from;
+//   - e2b/code-interpreter-warmpool.yaml: the same for the code
+//     interpreter's alias (sandboxd's e2b-ci image);
 //   - e2b-values.yaml: the chart values that turn on the e2b surface.
 package examples
 
@@ -22,6 +24,7 @@ var Manifests = []string{
 	"l3/template-warmpool.yaml",
 	"l3/sandbox.yaml",
 	"e2b/base-warmpool.yaml",
+	"e2b/code-interpreter-warmpool.yaml",
 }
 
 // E2BValues is the values file that turns on the e2b surface.

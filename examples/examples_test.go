@@ -119,7 +119,8 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for _, o := range decodeAll(t) {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
 	}
-	if want := []string{"SandboxTemplate", "SandboxWarmPool", "Sandbox", "SandboxTemplate", "SandboxWarmPool", "SandboxTemplate", "SandboxWarmPool"}; !slices.Equal(kinds, want) {
+	if want := []string{"SandboxTemplate", "SandboxWarmPool", "Sandbox", "SandboxTemplate", "SandboxWarmPool", "SandboxTemplate", "SandboxWarmPool",
+		"SandboxTemplate", "SandboxWarmPool", "SandboxTemplate", "SandboxWarmPool"}; !slices.Equal(kinds, want) {
 		t.Fatalf("examples hold %v, want %v", kinds, want)
 	}
 }
@@ -160,15 +161,16 @@ func TestSandboxClaimsFromTheWarmedPool(t *testing.T) {
 			sbs = append(sbs, o)
 		}
 	}
-	// The L3 pool is the first; the other two (examples/e2b) serve the e2b
-	// SDK's alias on both lanes and no Sandbox example.
-	if len(pools) != 3 || len(sbs) != 1 {
-		t.Fatalf("want three SandboxWarmPools and one Sandbox, have %d and %d", len(pools), len(sbs))
+	// The L3 pool is the first; the other four (examples/e2b) serve the
+	// e2b SDK's alias and the code interpreter's, each on both lanes, and
+	// no Sandbox example.
+	if len(pools) != 5 || len(sbs) != 1 {
+		t.Fatalf("want five SandboxWarmPools and one Sandbox, have %d and %d", len(pools), len(sbs))
 	}
 	// A create with internet access claims from the egress lane, one
-	// without (the only kind that can pause) from the isolated lane: the
-	// e2b example fills both for the one image.
-	lanes := map[string]string{}
+	// without (the only kind that can pause) from the isolated lane: each
+	// e2b example fills both for its one image.
+	lanes := map[string]map[string]string{} // image → lane → "image size"
 	for _, p := range pools[1:] {
 		tpl, ok := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
 		if !ok {
@@ -178,10 +180,18 @@ func TestSandboxClaimsFromTheWarmedPool(t *testing.T) {
 		if !ok {
 			t.Fatalf("SandboxTemplate %s names no pool template", tpl.Name)
 		}
-		lanes[key.Net] = key.Template + " " + key.Size
+		if lanes[key.Template] == nil {
+			lanes[key.Template] = map[string]string{}
+		}
+		lanes[key.Template][key.Net] = key.Template + " " + key.Size
 	}
-	if lanes["egress"] == "" || lanes["egress"] != lanes["none"] {
-		t.Errorf("the e2b example pools cover %v; want the same image and size on the egress and the none lane", lanes)
+	if len(lanes) != 2 {
+		t.Errorf("the e2b example pools serve %d images, want the base alias's and the code interpreter's", len(lanes))
+	}
+	for image, l := range lanes {
+		if l["egress"] == "" || l["egress"] != l["none"] {
+			t.Errorf("the e2b example pools of %s cover %v; want the same image and size on the egress and the none lane", image, l)
+		}
 	}
 	wp, sb := pools[0], sbs[0]
 

@@ -29,6 +29,7 @@ type Artifacts struct {
 	// pool, the Sandbox claiming from it, and the warm pool behind the e2b
 	// SDK's "base" alias.
 	TemplateWarmPool, Sandbox, E2BWarmPool string
+	CodeInterpreterWarmPool                string
 }
 
 // artifactEnv maps each artifact to the variable holding its runfiles
@@ -47,6 +48,7 @@ var artifactEnv = []struct {
 	{"EXAMPLE_TEMPLATE_WARMPOOL", func(a *Artifacts) *string { return &a.TemplateWarmPool }},
 	{"EXAMPLE_SANDBOX", func(a *Artifacts) *string { return &a.Sandbox }},
 	{"EXAMPLE_E2B_WARMPOOL", func(a *Artifacts) *string { return &a.E2BWarmPool }},
+	{"EXAMPLE_CODE_INTERPRETER_WARMPOOL", func(a *Artifacts) *string { return &a.CodeInterpreterWarmPool }},
 }
 
 // crdEnv hold the upstream CRDs' locations.

@@ -17,6 +17,7 @@ INSTALL_ARTIFACTS = {
     "EXAMPLE_TEMPLATE_WARMPOOL": "//examples:l3/template-warmpool.yaml",
     "EXAMPLE_SANDBOX": "//examples:l3/sandbox.yaml",
     "EXAMPLE_E2B_WARMPOOL": "//examples:e2b/base-warmpool.yaml",
+    "EXAMPLE_CODE_INTERPRETER_WARMPOOL": "//examples:e2b/code-interpreter-warmpool.yaml",
     "SANDBOXTEMPLATES_CRD": "//tests/testdata/agentsandbox-crds:extensions.agents.x-k8s.io_sandboxtemplates.yaml",
     "SANDBOXWARMPOOLS_CRD": "//tests/testdata/agentsandbox-crds:extensions.agents.x-k8s.io_sandboxwarmpools.yaml",
     # The cluster's own programs (tests/cluster).

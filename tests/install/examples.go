@@ -25,7 +25,7 @@ const warmPoolTimeout = 3 * time.Minute
 // behind the e2b SDK's default template) and waits until each reports
 // readyReplicas at its target.
 func ApplyWarmPools(ctx context.Context, s *Stack, a Artifacts, logf func(string, ...any)) error {
-	for _, f := range []string{a.TemplateWarmPool, a.E2BWarmPool} {
+	for _, f := range []string{a.TemplateWarmPool, a.E2BWarmPool, a.CodeInterpreterWarmPool} {
 		if err := applyWarmPool(ctx, s, f, logf); err != nil {
 			return err
 		}

@@ -144,9 +144,7 @@ func TestInstallOnARealNode(t *testing.T) {
 		"holds: written by the quickstart", "port 8000 served: hello from a web server in the sandbox", "killed sandbox",
 		"paused at its timeout", `a request woke it: the file holds "kept while paused", the sandbox is running`,
 		"sandbox from the template holds: hello from a template / HELLO FROM A TEMPLATE", "deleted template quickstart",
-		// The install's nodes run unisolated, which serves no code
-		// interpreter; the quickstart says so and ends.
-		"the code interpreter is not served here"} {
+		"the code interpreter printed: six times seven is 42", "and returned a chart: a "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}
@@ -203,6 +201,18 @@ func TestInstallOnARealNode(t *testing.T) {
 		"E2E_TEMPLATE_PREFIX=install-",
 		"E2E_BUILD_PARALLEL=2",
 	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "templates.test.mjs")
+
+	// The code interpreter (@e2b/code-interpreter) from the example's warm
+	// pools of e2b-ci, through the e2b Service and the envd proxy.
+	suite.Copy(t, "codeinterp.test.mjs")
+	ciCtx, ciCancel := context.WithTimeout(ctx, 2*stepTimeout)
+	defer ciCancel()
+	suite.Run(t, ciCtx, []string{
+		"E2B_API_URL=http://" + e2bAddr,
+		"E2B_SANDBOX_URL=http://" + proxyAddr,
+		"E2B_DOMAIN=" + install.Domain,
+		"E2B_API_KEY=" + st.APIKey,
+	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "codeinterp.test.mjs")
 
 	// Upgrade without dropping work: a helm upgrade that rolls every pod,
 	// a rollout restart, and one pod of each Deployment deleted, all under
