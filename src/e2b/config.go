@@ -34,7 +34,8 @@ type Config struct {
 	Keys APIKeys
 	// AllowAnonymous serves callers without a key, in Namespace.
 	AllowAnonymous bool
-	// Aliases maps template aliases to pool images and sizes.
+	// Aliases maps template aliases to pool images and sizes. The
+	// DefaultAliases are added for names it leaves out.
 	Aliases map[string]Template
 	// EnvdSecret keys every envd access token. Required.
 	EnvdSecret []byte
@@ -68,6 +69,21 @@ type Config struct {
 	// Logger logs; default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultAliases are the aliases a server serves without an alias file
+// naming them: code-interpreter-v1, @e2b/code-interpreter's default
+// template, is sandboxd's e2b-ci image, the name its nodes give it. A
+// create through a default alias whose image no node pools is 404, as for
+// any template nobody serves, never a wait for capacity that cannot come.
+var DefaultAliases = map[string]Template{
+	CodeInterpreterAlias: {Image: CodeInterpreterImage, Size: sandbox.DefaultSize},
+}
+
+// The code interpreter's default alias and the image behind it.
+const (
+	CodeInterpreterAlias = "code-interpreter-v1"
+	CodeInterpreterImage = "e2b-ci:latest"
+)
 
 // Defaults of Config's tuning fields.
 const (
@@ -229,6 +245,14 @@ func validNamespace(ns string) error {
 
 // withDefaults validates cfg and fills its zero values.
 func (c Config) withDefaults() (Config, error) {
+	aliases := make(map[string]Template, len(c.Aliases)+len(DefaultAliases))
+	for name, t := range DefaultAliases {
+		aliases[name] = t
+	}
+	for name, t := range c.Aliases {
+		aliases[name] = t
+	}
+	c.Aliases = aliases
 	if c.Domain == "" {
 		return c, errors.New("e2b: Config.Domain is required")
 	}

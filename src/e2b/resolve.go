@@ -37,6 +37,10 @@ type source struct {
 // mistyped name fails instead of cold-booting an image nobody serves.
 func (s *Server) resolveSource(ctx context.Context, namespace, ref string) (source, error) {
 	if t, ok := s.cfg.Aliases[ref]; ok {
+		if d, isDefault := DefaultAliases[ref]; isDefault && d == t && !s.fleet.Serves(t.Image) {
+			// A built-in alias of an image no node pools names nothing.
+			return source{}, errNoTemplate
+		}
 		return source{Key: sandbox.PoolKey{Template: t.Image, Size: t.Size}, Alias: ref}, nil
 	}
 	if strings.HasPrefix(ref, checkpointPrefix) {

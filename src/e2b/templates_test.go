@@ -451,3 +451,18 @@ func TestUnreachableNodeIsNotAMissingTemplate(t *testing.T) {
 		t.Errorf("list with a node down = %d %s", r.status, r.body)
 	}
 }
+
+// code-interpreter-v1 is served without an alias file (sandboxd's e2b-ci
+// image), but a fleet that pools no e2b-ci answers it 404, as any
+// template nobody serves, not a 429 for capacity that will not come.
+func TestCodeInterpreterAliasIsBuiltIn(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	r := e.do(t, http.MethodPost, "/v2/sandboxes", keyA, map[string]any{"templateID": e2b.CodeInterpreterAlias, "allow_internet_access": false})
+	if r.status != http.StatusNotFound {
+		t.Fatalf("create of %s on a fleet without %s = %d %s, want 404", e2b.CodeInterpreterAlias, e2b.CodeInterpreterImage, r.status, r.body)
+	}
+	// The alias exists, as e2b's public one does.
+	if r := e.do(t, http.MethodGet, "/templates/aliases/"+e2b.CodeInterpreterAlias, keyA, nil); r.status != http.StatusOK {
+		t.Fatalf("alias lookup = %d %s", r.status, r.body)
+	}
+}

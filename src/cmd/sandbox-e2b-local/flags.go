@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
 
@@ -103,7 +103,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.buildDir, "build-dir", "", "directory that keeps the files template builds upload (default e2b-builds in the user's cache, next to the base root filesystem)")
 	fs.IntVar(&o.buildParallel, "build-parallel", 2, "template builds that run at once; a start beyond them answers 429 and waits")
 	fs.Int64Var(&o.buildUploadMax, "build-upload-max", 1<<30, "largest archive in bytes a template build's upload may be")
-	fs.IntVar(&o.codeInterpreterWarm, "code-interpreter-warm", 1, "warm code-interpreter sandboxes (template alias "+codeInterpreterAlias+", the @e2b/code-interpreter SDK's default; image "+codeInterpreterImage+") each warm node keeps per lane; each runs an IPython kernel. 0 serves no code interpreter; --unisolated serves none")
+	fs.IntVar(&o.codeInterpreterWarm, "code-interpreter-warm", 1, "warm code-interpreter sandboxes (template alias "+e2b.CodeInterpreterAlias+", the @e2b/code-interpreter SDK's default; image "+e2b.CodeInterpreterImage+") each warm node keeps per lane; each runs an IPython kernel. 0 serves no code interpreter; --unisolated serves none")
 	fs.StringArrayVar(&o.volumes, "volume", nil, "a volume of the nodes' catalog, repeatable: <name>=<host dir>[,writable]. Volume.list lists it; a create's volumeMounts bind-mount the host directory into the sandbox (read-write when writable)")
 	o.dataPlaneLimits = envdproxy.DefaultLimits()
 	o.dataPlaneLimits.AddFlags(fs, "data-plane-")
@@ -166,11 +166,3 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-
-// The code interpreter's alias, which @e2b/code-interpreter's Sandbox.create
-// asks for, and the pool image behind it (the simulator's e2b-ci guest, as
-// sandboxd's e2b-ci image on real nodes).
-const (
-	codeInterpreterAlias = "code-interpreter-v1"
-	codeInterpreterImage = codeinterp.Template + ":latest"
-)

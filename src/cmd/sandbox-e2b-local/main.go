@@ -105,9 +105,9 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 	// e2b-ci root filesystem layer: it is served only isolated.
 	if o.codeInterpreterWarm > 0 && !o.unisolated {
 		pools = append(pools,
-			sandboxd.PoolSpec{Template: codeInterpreterImage, Net: "egress", Warm: o.codeInterpreterWarm},
-			sandboxd.PoolSpec{Template: codeInterpreterImage, Net: sandbox.DefaultNet, Warm: o.codeInterpreterWarm})
-		aliases[codeInterpreterAlias] = e2b.Template{Image: codeInterpreterImage, Size: sandbox.DefaultSize}
+			sandboxd.PoolSpec{Template: e2b.CodeInterpreterImage, Net: "egress", Warm: o.codeInterpreterWarm},
+			sandboxd.PoolSpec{Template: e2b.CodeInterpreterImage, Net: sandbox.DefaultNet, Warm: o.codeInterpreterWarm})
+		aliases[e2b.CodeInterpreterAlias] = e2b.Template{Image: e2b.CodeInterpreterImage, Size: sandbox.DefaultSize}
 	}
 	var isolation *fleet.IsolationConfig
 	if o.unisolated {
