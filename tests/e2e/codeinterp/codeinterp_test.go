@@ -16,7 +16,7 @@ import (
 
 func TestCodeInterpreterThroughTheSDK(t *testing.T) {
 	project := nodejs.Setup(t, "tests/e2e/js")
-	project.Copy(t, "codeinterp.test.mjs")
+	project.Copy(t, "lib.mjs", "codeinterp.test.mjs")
 	binary := testbin.Path(t, "SANDBOX_E2B_LOCAL", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b-local")
 	// Fewer nodes than the default: each warm code-interpreter sandbox
 	// holds a kernel.

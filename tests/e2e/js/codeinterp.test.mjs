@@ -4,7 +4,9 @@
 // machine. The Go harness (tests/e2e/codeinterp) starts the server.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import http from 'node:http'
 import { Sandbox } from '@e2b/code-interpreter'
+import { env } from './lib.mjs'
 
 // Every sandbox made here is killed when the suite ends.
 const live = new Set()
@@ -118,4 +120,28 @@ test('a sandbox killed mid-cell ends the cell with an error', async () => {
   await assert.rejects(running)
   assert.equal(await sbx.isRunning(), false)
   live.delete(sbx)
+})
+
+test('the host form reaches the code interpreter too, with either token', async () => {
+  const sbx = await create()
+  // What a client that resolves *.{domain} to the data plane sends: the
+  // sandbox's host for port 49999, no e2b headers.
+  const get = (headers) => new Promise((resolve, reject) => {
+    const u = new URL(env('E2B_SANDBOX_URL'))
+    const req = http.request({
+      host: u.hostname, port: u.port, path: '/contexts', method: 'GET',
+      headers: { host: sbx.getHost(49999), ...headers },
+    }, (res) => {
+      const chunks = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  const byAccess = await get({ 'X-Access-Token': sbx.envdAccessToken })
+  assert.equal(byAccess.status, 200, byAccess.body)
+  assert.ok(JSON.parse(byAccess.body).some((c) => c.language === 'python'), byAccess.body)
+  assert.equal((await get({ 'E2B-Traffic-Access-Token': sbx.trafficAccessToken })).status, 200)
+  assert.equal((await get({})).status, 401)
 })
