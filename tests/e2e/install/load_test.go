@@ -134,18 +134,31 @@ func (l *steadyLoad) envdRequest(method, id, token, query string, body []byte) *
 	return req
 }
 
-func (l *steadyLoad) round(c *http.Client) {
+// loadSandbox is what a create of the load answers that it uses.
+type loadSandbox struct {
+	SandboxID       string `json:"sandboxID"`
+	EnvdAccessToken string `json:"envdAccessToken"`
+}
+
+// create makes a sandbox on the isolated lane with the lease timeout
+// (seconds), labelled load=label, counting the call; ok is false when it
+// failed (and was counted as failed).
+func (l *steadyLoad) create(c *http.Client, timeout int, label string) (created loadSandbox, ok bool) {
 	body, ok := l.call(c, l.apiRequest(http.MethodPost, "/sandboxes",
-		map[string]any{"templateID": "base", "timeout": 120, "allow_internet_access": false, "metadata": map[string]string{"load": "upgrade"}}), http.StatusCreated)
+		map[string]any{"templateID": "base", "timeout": timeout, "allow_internet_access": false, "metadata": map[string]string{"load": label}}), http.StatusCreated)
 	if !ok {
-		return
-	}
-	var created struct {
-		SandboxID       string `json:"sandboxID"`
-		EnvdAccessToken string `json:"envdAccessToken"`
+		return created, false
 	}
 	if err := json.Unmarshal(body, &created); err != nil || created.SandboxID == "" {
 		l.fail(fmt.Sprintf("create answered %.200s", body))
+		return created, false
+	}
+	return created, true
+}
+
+func (l *steadyLoad) round(c *http.Client) {
+	created, ok := l.create(c, 120, "upgrade")
+	if !ok {
 		return
 	}
 	id := created.SandboxID

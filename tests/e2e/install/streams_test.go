@@ -2,7 +2,6 @@ package install_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -37,17 +36,8 @@ type streamTally struct {
 // streamLines numbered lines through sandbox-envd-proxy (envd's Connect
 // process.Start, as the SDK's commands.run does), and checks each stream.
 func (l *steadyLoad) streams(c *http.Client) {
-	body, ok := l.call(c, l.apiRequest(http.MethodPost, "/sandboxes",
-		map[string]any{"templateID": "base", "timeout": 900, "allow_internet_access": false, "metadata": map[string]string{"load": "streams"}}), http.StatusCreated)
+	created, ok := l.create(c, 900, "streams")
 	if !ok {
-		return
-	}
-	var created struct {
-		SandboxID       string `json:"sandboxID"`
-		EnvdAccessToken string `json:"envdAccessToken"`
-	}
-	if err := json.Unmarshal(body, &created); err != nil || created.SandboxID == "" {
-		l.fail(fmt.Sprintf("create answered %.200s", body))
 		return
 	}
 	defer l.call(c, l.apiRequest(http.MethodDelete, "/sandboxes/"+created.SandboxID, nil), http.StatusNoContent)
