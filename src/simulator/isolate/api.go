@@ -18,7 +18,7 @@ type Config struct {
 	StateDir string
 	// CgroupParent is the cgroup (relative to each hierarchy's root) under
 	// which every sandbox gets its own cgroup. Empty means no cgroup: no
-	// CPU or memory limits and no freezer.
+	// CPU, memory or task (pids) limits and no freezer.
 	CgroupParent string
 	// Logger receives the runtime's diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -47,6 +47,12 @@ type Spec struct {
 	// CPUCount and MemoryMiB set cgroup limits where the runtime has the
 	// controller; 0 means no limit.
 	CPUCount, MemoryMiB int
+	// MaxPIDs caps the tasks (processes and threads) the sandbox may have
+	// at once (the pids controller), so a fork bomb inside gets EAGAIN
+	// instead of using up the host's PIDs. 0 means PIDsPerCPU for each CPU
+	// of CPUCount (PIDsPerCPU when CPUCount is 0), so the cap scales with
+	// the size tier; a negative value means no cap.
+	MaxPIDs int
 	// User is the user Command runs as inside, looked up in the root
 	// filesystem's /etc/passwd; empty means root.
 	User string
@@ -59,6 +65,23 @@ type Spec struct {
 	// Mounts are host directories bound into the sandbox's root
 	// filesystem, in order, before its program starts.
 	Mounts []Mount
+}
+
+// PIDsPerCPU is the default task cap per CPU of Spec.CPUCount: 512 for a
+// one-CPU sandbox (the small tier), 4096 for an eight-CPU one. It is far
+// above what a sandbox's own programs (a shell, a language server, a
+// Jupyter kernel) start, and far below the host's pid_max.
+const PIDsPerCPU = 512
+
+// maxPIDs is the pids.max the spec asks for; 0 means no cap.
+func (s Spec) maxPIDs() int {
+	switch {
+	case s.MaxPIDs < 0:
+		return 0
+	case s.MaxPIDs > 0:
+		return s.MaxPIDs
+	}
+	return PIDsPerCPU * max(s.CPUCount, 1)
 }
 
 // Mount binds a host directory into a sandbox.
@@ -88,7 +111,7 @@ var (
 
 // Register makes fn runnable as a sandbox's program under name. Call it from
 // an init func, so the re-executed binary knows the name before Init runs.
-// fn runs inside the sandbox as root (PID 2); ctx is cancelled on SIGTERM or
+// fn runs inside the sandbox as root (PID 1's child); ctx is cancelled on SIGTERM or
 // SIGINT. When fn returns the sandbox ends: a nil error exits 0, otherwise
 // the error is printed to the sandbox's stderr and it exits 1.
 func Register(name string, fn func(ctx context.Context, config []byte) error) {

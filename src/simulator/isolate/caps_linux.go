@@ -11,8 +11,16 @@ import (
 // namespaces: with them a root inside could load kernel code, touch raw
 // devices or host files (open_by_handle_at), undo the mount setup, ptrace
 // the init (which keeps full capabilities), set the host's clock, or pin
-// files so Close cannot delete them. Everything else a root inside usually
-// needs (chown, setuid for sudo/su, binding low ports, kill inside) stays.
+// files so Close cannot delete them. CAP_SYS_NICE and CAP_SYS_RESOURCE go
+// too: with them root inside could take CPU priority over other sandboxes
+// (nice -20, real-time scheduling), or raise RLIMIT_NICE and do the same
+// without CAP_SYS_NICE. Everything else a root inside usually needs (chown,
+// setuid for sudo/su, binding low ports, kill inside) stays.
+//
+// Ptracing a process of the same uid needs no capability, only that it be
+// dumpable and hold no capability the tracer lacks: the init keeps its
+// full set, and the program makes itself non-dumpable (setNotDumpable);
+// root inside can still ptrace the processes it starts itself.
 var droppedCaps = []uintptr{
 	unix.CAP_SYS_MODULE,
 	unix.CAP_SYS_RAWIO,
@@ -20,6 +28,8 @@ var droppedCaps = []uintptr{
 	unix.CAP_SYS_BOOT,
 	unix.CAP_SYS_TIME,
 	unix.CAP_SYS_PTRACE,
+	unix.CAP_SYS_NICE,
+	unix.CAP_SYS_RESOURCE,
 	unix.CAP_SYS_PACCT,
 	unix.CAP_DAC_READ_SEARCH,
 	unix.CAP_MKNOD,

@@ -16,7 +16,7 @@ const cgroupRoot = "/sys/fs/cgroup"
 
 // cgroups finds the hierarchies once per Runtime. On cgroup v2 (a unified
 // hierarchy at /sys/fs/cgroup) everything is one directory per sandbox; on
-// v1 each controller we use (freezer, memory, cpu) has its own hierarchy,
+// v1 each controller we use (freezer, memory, cpu, pids) has its own hierarchy,
 // and a sandbox gets a directory in each one that is mounted.
 type cgroups struct {
 	v2     bool
@@ -27,7 +27,11 @@ type cgroups struct {
 }
 
 // v1Controllers are the v1 hierarchies a sandbox joins.
-var v1Controllers = []string{"freezer", "memory", "cpu"}
+var v1Controllers = []string{"freezer", "memory", "cpu", "pids"}
+
+// v2Controllers are the controllers enabled on the way down to a sandbox's
+// v2 cgroup.
+var v2Controllers = []string{"cpu", "memory", "pids"}
 
 func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 	parent = strings.Trim(filepath.Clean("/"+parent), "/")
@@ -44,8 +48,12 @@ func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 		// Limits need the controllers enabled on the way down; a missing
 		// controller only means that limit is not applied.
 		for dir := cgroupRoot; ; {
-			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +memory"), 0); err != nil {
-				logger.Warn("isolate: cannot enable cpu and memory controllers", "cgroup", dir, "err", err)
+			// One at a time: a write naming several fails as a whole when
+			// one of them is unavailable.
+			for _, ctl := range v2Controllers {
+				if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+ctl), 0); err != nil {
+					logger.Warn("isolate: cannot enable a cgroup controller; its limit is not applied", "cgroup", dir, "controller", ctl, "err", err)
+				}
 			}
 			if dir == base {
 				break
@@ -73,7 +81,7 @@ func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 		cg.bases[ctl] = base
 	}
 	if len(cg.bases) == 0 {
-		return nil, errors.New("isolate: no cgroup hierarchy found (neither v2 nor the v1 freezer, memory or cpu controllers)")
+		return nil, errors.New("isolate: no cgroup hierarchy found (neither v2 nor the v1 freezer, memory, cpu or pids controllers)")
 	}
 	return cg, nil
 }
@@ -156,7 +164,7 @@ type cgroup struct {
 }
 
 // create makes the sandbox's cgroup and applies the limits.
-func (cg *cgroups) create(id string, cpus, memMiB int) (*cgroup, error) {
+func (cg *cgroups) create(id string, cpus, memMiB, pids int) (*cgroup, error) {
 	c := &cgroup{v2: cg.v2, dirs: map[string]string{}}
 	for ctl, base := range cg.bases {
 		dir := filepath.Join(base, id)
@@ -169,7 +177,7 @@ func (cg *cgroups) create(id string, cpus, memMiB int) (*cgroup, error) {
 			c.freezer = dir
 		}
 	}
-	if err := c.limit(cpus, memMiB, cg.logger); err != nil {
+	if err := c.limit(cpus, memMiB, pids, cg.logger); err != nil {
 		c.remove()
 		return nil, err
 	}
@@ -179,7 +187,7 @@ func (cg *cgroups) create(id string, cpus, memMiB int) (*cgroup, error) {
 // cfsPeriod is the CPU bandwidth period; a quota of n periods is n CPUs.
 const cfsPeriod = 100000
 
-func (c *cgroup) limit(cpus, memMiB int, logger *slog.Logger) error {
+func (c *cgroup) limit(cpus, memMiB, pids int, logger *slog.Logger) error {
 	set := func(ctl, file, value string) error {
 		dir, ok := c.dirs[ctl]
 		if !ok {
@@ -187,6 +195,12 @@ func (c *cgroup) limit(cpus, memMiB int, logger *slog.Logger) error {
 			return nil
 		}
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+			// On v2 a controller the parent could not enable has no files:
+			// like a missing v1 hierarchy, its limit is not applied.
+			if c.v2 && errors.Is(err, os.ErrNotExist) {
+				logger.Warn("isolate: cgroup controller not enabled; limit not applied", "cgroup", dir, "file", file)
+				return nil
+			}
 			return fmt.Errorf("isolate: set %s: %w", filepath.Join(dir, file), err)
 		}
 		return nil
@@ -202,6 +216,11 @@ func (c *cgroup) limit(cpus, memMiB int, logger *slog.Logger) error {
 				return err
 			}
 		}
+		if pids > 0 {
+			if err := set("", "pids.max", strconv.Itoa(pids)); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	if cpus > 0 {
@@ -214,6 +233,11 @@ func (c *cgroup) limit(cpus, memMiB int, logger *slog.Logger) error {
 	}
 	if memMiB > 0 {
 		if err := set("memory", "memory.limit_in_bytes", strconv.FormatInt(int64(memMiB)<<20, 10)); err != nil {
+			return err
+		}
+	}
+	if pids > 0 {
+		if err := set("pids", "pids.max", strconv.Itoa(pids)); err != nil {
 			return err
 		}
 	}

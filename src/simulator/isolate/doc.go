@@ -17,15 +17,22 @@
 //     minimal /dev (null, zero, full, random, urandom, tty, ptmx with its own
 //     devpts, /dev/shm) and a tmpfs /tmp;
 //   - sets the hostname and brings up its own loopback;
-//   - starts the registered program as PID 2 (re-executing the binary again,
+//   - starts the registered program, its only child (re-executing the binary again,
 //     before pivot_root so a dynamically linked binary still finds its host
 //     libraries), then pivot_root's into the overlay and detaches the old
 //     root, so nothing of the host's filesystem stays reachable.
 //
 // The program runs as root inside, with the capabilities that reach beyond
 // the sandbox (module loading, raw I/O, mount, mknod, ptrace, the clock,
-// open_by_handle_at, …) removed from its bounding set, so neither it nor
-// anything it starts (sudo included) can get them back. Commands it starts
+// open_by_handle_at, nice and resource limits, …) removed from its bounding
+// set, so neither it nor anything it starts (sudo included) can get them
+// back. The init and the program are non-dumpable (root inside can neither
+// ptrace them nor open their /proc/<pid>/fd, mem or environ) and hold no
+// descriptor on a cgroup file: the Go runtime's cgroup-aware GOMAXPROCS,
+// which would keep the CPU limit files open, is switched off for both
+// (GODEBUG=containermaxprocs=0; the program gets GOMAXPROCS from
+// Spec.CPUCount instead), and each stage checks at startup that no such
+// descriptor is open. Commands it starts
 // with [Command] run as Spec.User with that user's HOME, USER, PATH and
 // working directory. PID 1 reaps orphans and serves a relay on a unix socket
 // in StateDir/<id>: per connection it reads a port and splices to
@@ -37,6 +44,12 @@
 // namespace, so they vanish when its last process dies; [Sandbox.Close]
 // kills PID 1 (the kernel then kills the whole PID namespace), waits for it,
 // removes the cgroup and deletes StateDir/<id>.
+//
+// With a CgroupParent each sandbox gets its own cgroup: CPU (Spec.CPUCount
+// quota periods), memory (Spec.MemoryMiB) and tasks (Spec.MaxPIDs, by
+// default PIDsPerCPU per CPU: 512 for the small tier), so a fork bomb
+// inside gets EAGAIN once the sandbox holds that many processes and
+// threads.
 //
 // # Pause, fork and checkpoint
 //
@@ -63,11 +76,16 @@
 //   - As root, the sandbox's root is the host's root with a reduced bounding
 //     set and no host filesystem in view: a guard against accidents and
 //     ordinary commands, not a VM-grade security boundary (no seccomp, no
-//     devices cgroup, shared kernel).
+//     user namespace, so root and uids inside are the host's and share its
+//     kernel keyring; no devices cgroup, no disk or tmpfs quota, shared
+//     kernel).
+//   - A Go program inside (the program itself) aborts if it cannot create
+//     a thread, so a sandbox at its pids limit can lose its program; the
+//     limit bounds the host, not the sandbox's own stability.
 //   - Without root, the user namespace maps only the caller's uid and gid (to
 //     root inside), so Spec.User's uid cannot be switched to: commands run as
 //     that mapped root with the user's HOME and USER. Cgroups need delegation
 //     there; pass an empty CgroupParent.
-//   - cgroup v2 is implemented (cpu.max, memory.max, cgroup.freeze) but was
+//   - cgroup v2 is implemented (cpu.max, memory.max, pids.max, cgroup.freeze) but was
 //     only tested on cgroup v1 (the development VM).
 package isolate

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -22,8 +23,12 @@ const (
 	envProgram = "ISOLATE_PROGRAM"
 	envProbe   = "ISOLATE_PROBE_DIR"
 
+	// noCgroupFDs is in the environment of the init and the program: see
+	// Start, and checkNoCgroupFDs, which makes sure of it.
+	noCgroupFDs = "GODEBUG=containermaxprocs=0"
+
 	stageInit    = "init"    // PID 1: namespace setup, relay, reaper
-	stageProgram = "program" // PID 2: the registered program
+	stageProgram = "program" // the init's child: the registered program
 	stageProbe   = "probe"   // Available's trial run
 )
 
@@ -54,6 +59,7 @@ type initSpec struct {
 	Config   []byte
 	Rootless bool
 	Mounts   []Mount
+	CPUCount int // the program's GOMAXPROCS when > 0
 }
 
 // initStatus reports the end of setup to the host.
@@ -88,6 +94,17 @@ func runInit() {
 	// SIGKILL does (the kernel already shields a namespace's init from
 	// SIGKILL sent from inside).
 	signal.Ignore(unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+	// Root inside lacks capabilities the init keeps, which already bars
+	// it from the init's /proc/1/{fd,mem,environ} and from ptrace; being
+	// non-dumpable does so too should the capability sets ever match.
+	if err := setNotDumpable(); err != nil {
+		reportStatus(status, err)
+		os.Exit(1)
+	}
+	if err := checkNoCgroupFDs(); err != nil {
+		reportStatus(status, err)
+		os.Exit(1)
+	}
 	child, err := setUp()
 	if err != nil {
 		reportStatus(status, err)
@@ -165,7 +182,7 @@ func setUp() (*child, error) {
 	// pivot waits for the program's "loaded" byte: pivoting earlier would
 	// let it load the sandbox's C library under a binary built against the
 	// host's, which crashes when the two differ.
-	c.pid, err = startProgram(spec.Program, cfgR, readyW)
+	c.pid, err = startProgram(spec.Program, spec.CPUCount, cfgR, readyW)
 	cfgR.Close()
 	readyW.Close()
 	if err != nil {
@@ -197,7 +214,20 @@ func setUp() (*child, error) {
 // The bounding set is per thread, so the drop and the fork happen on one
 // locked thread, which is then discarded (never unlocked) so no other
 // goroutine inherits the reduced set.
-func startProgram(name string, cfg, ready *os.File) (int, error) {
+func startProgram(name string, cpus int, cfg, ready *os.File) (int, error) {
+	env := []string{
+		envStage + "=" + stageProgram,
+		envProgram + "=" + name,
+		noCgroupFDs,
+		"PATH=" + defaultPath,
+		"HOME=/root",
+	}
+	// With containermaxprocs off the runtime would size GOMAXPROCS to
+	// the host's CPUs; this is what it would have read from the quota
+	// (rounded up, at least 2).
+	if cpus > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(max(cpus, 2)))
+	}
 	type result struct {
 		pid int
 		err error
@@ -216,12 +246,8 @@ func startProgram(name string, cfg, ready *os.File) (int, error) {
 			return
 		}
 		defer devnull.Close()
-		pid, err := syscallForkExec("/proc/self/exe", []string{"isolate-program"}, []string{
-			envStage + "=" + stageProgram,
-			envProgram + "=" + name,
-			"PATH=" + defaultPath,
-			"HOME=/root",
-		}, []uintptr{devnull.Fd(), os.Stdout.Fd(), os.Stderr.Fd(), cfg.Fd(), ready.Fd()})
+		pid, err := syscallForkExec("/proc/self/exe", []string{"isolate-program"}, env,
+			[]uintptr{devnull.Fd(), os.Stdout.Fd(), os.Stderr.Fd(), cfg.Fd(), ready.Fd()})
 		ch <- result{pid, err}
 	}()
 	r := <-ch
@@ -257,4 +283,45 @@ func reapUntil(c *child) int {
 		}
 	}
 	return 1
+}
+
+// setNotDumpable makes the calling process non-dumpable: without
+// CAP_SYS_PTRACE no other process may ptrace it or open its
+// /proc/<pid>/{fd,mem,environ,maps}, though it runs as the same uid. An
+// execve resets it, so each stage sets it for itself.
+func setNotDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	return nil
+}
+
+// checkNoCgroupFDs fails if the calling process has a descriptor open on a
+// cgroup filesystem. The sandbox mounts no cgroup filesystem, so such a
+// descriptor can only come from the host (the Go runtime opens the CPU
+// limit files at startup, before pivot_root, unless noCgroupFDs is set),
+// and through /proc/<pid>/fd it would let root inside rewrite the
+// sandbox's own limits.
+func checkNoCgroupFDs() error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	var open []string
+	for _, e := range ents {
+		p := "/proc/self/fd/" + e.Name()
+		var st unix.Statfs_t
+		// ENOENT: the descriptor ReadDir used, closed since.
+		if err := unix.Statfs(p, &st); err != nil {
+			continue
+		}
+		if st.Type == unix.CGROUP_SUPER_MAGIC || st.Type == unix.CGROUP2_SUPER_MAGIC {
+			target, _ := os.Readlink(p)
+			open = append(open, e.Name()+" -> "+target)
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("descriptors open on the host's cgroup files: %v", open)
+	}
+	return nil
 }

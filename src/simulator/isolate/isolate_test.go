@@ -26,6 +26,9 @@ import (
 // with isolate.Command.
 const helperEnv = "ISOLATE_TEST_HELPER"
 
+// helperArgEnv carries a limitHelpers helper's argument.
+const helperArgEnv = "ISOLATE_TEST_HELPER_ARG"
+
 var (
 	rootFS       string // the tiny lower root filesystem shared by every test
 	cgroupParent string
@@ -55,6 +58,11 @@ func TestMain(m *testing.M) {
 	case "exit":
 		time.Sleep(50 * time.Millisecond)
 		os.Exit(0)
+	default:
+		if fn, ok := limitHelpers[os.Getenv(helperEnv)]; ok {
+			fn(os.Getenv(helperArgEnv))
+			os.Exit(0)
+		}
 	}
 	os.Exit(run(m))
 }
@@ -138,7 +146,7 @@ func makeRootFS() (string, error) {
 }
 
 func removeCgroupParent(parent string) {
-	for _, ctl := range []string{"freezer", "memory", "cpu", ""} {
+	for _, ctl := range []string{"freezer", "memory", "cpu", "pids", ""} {
 		_ = os.Remove(filepath.Join("/sys/fs/cgroup", ctl, parent))
 	}
 }
@@ -235,6 +243,13 @@ func handle(ctx context.Context, cfg probeConfig, req request) (string, error) {
 		}
 		c.Close()
 		return "connected", nil
+	case "helper":
+		// Data names one of limitHelpers, Path is its argument; it runs
+		// as the sandbox's user.
+		cmd := isolate.Command(ctx, "/proc/self/exe")
+		cmd.Env = append(cmd.Env, helperEnv+"="+req.Data, helperArgEnv+"="+req.Path)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
 	case "id", "orphan":
 		cmd := isolate.Command(ctx, "/proc/self/exe")
 		cmd.Env = append(cmd.Env, helperEnv+"="+req.Op)

@@ -22,13 +22,22 @@ type programEnvelope struct {
 // nil anywhere else.
 var currentUser *sandboxUser
 
-// runProgram is PID 2: it waits for the init to finish pivot_root, then runs
+// runProgram is the init's child: it waits for the init to finish pivot_root, then runs
 // the registered program. It never returns.
 func runProgram() {
+	// Before anything else: root inside runs with the program's own
+	// capabilities and uid, so only this keeps it from ptracing the
+	// program or reaching its descriptors through /proc/2/fd.
+	if err := setNotDumpable(); err != nil {
+		fmt.Fprintf(os.Stderr, "isolate: %v\n", err)
+		os.Exit(1)
+	}
 	name := os.Getenv(envProgram)
 	// Nothing the program starts should believe it is a stage of ours.
 	os.Unsetenv(envStage)
 	os.Unsetenv(envProgram)
+	os.Unsetenv("GODEBUG")
+	os.Unsetenv("GOMAXPROCS")
 	// Running Go code means the dynamic loader is done with the host's
 	// libraries: tell the init it may pivot_root now.
 	ready := os.NewFile(fdReady, "ready")
@@ -37,6 +46,10 @@ func runProgram() {
 	var env programEnvelope
 	// EOF here means the init failed before pivot_root and is exiting.
 	if err := json.NewDecoder(os.NewFile(fdConfig, "config")).Decode(&env); err != nil {
+		os.Exit(1)
+	}
+	if err := checkNoCgroupFDs(); err != nil {
+		fmt.Fprintf(os.Stderr, "isolate: %v\n", err)
 		os.Exit(1)
 	}
 	if err := os.Chdir("/"); err != nil {

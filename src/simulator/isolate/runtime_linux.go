@@ -189,11 +189,11 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		}
 	}
 	if r.cg != nil {
-		if s.cg, err = r.cg.create(spec.ID, spec.CPUCount, spec.MemoryMiB); err != nil {
+		if s.cg, err = r.cg.create(spec.ID, spec.CPUCount, spec.MemoryMiB, spec.maxPIDs()); err != nil {
 			return nil, err
 		}
-	} else if spec.CPUCount > 0 || spec.MemoryMiB > 0 {
-		r.logger.Warn("isolate: no cgroup parent configured; CPU and memory limits not applied", "sandbox", spec.ID)
+	} else if spec.CPUCount > 0 || spec.MemoryMiB > 0 || spec.MaxPIDs > 0 {
+		r.logger.Warn("isolate: no cgroup parent configured; CPU, memory and pids limits not applied", "sandbox", spec.ID)
 	}
 
 	relay, err := s.listenRelay()
@@ -217,7 +217,12 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"isolate-init:" + spec.ID}
-	cmd.Env = []string{envStage + "=" + stageInit}
+	// The Go runtime would keep the CPU limit files of the cgroup it
+	// starts in open for its lifetime (cgroup-aware GOMAXPROCS): the
+	// host's cgroup here, and the program's would be the sandbox's own,
+	// writable through /proc/<pid>/fd by root inside. Switched off, the
+	// runtime reads them once at startup and closes them.
+	cmd.Env = []string{envStage + "=" + stageInit, noCgroupFDs}
 	cmd.Stdout, cmd.Stderr = spec.Stdout, spec.Stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW, relay} // fds 3, 4, 5
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -255,7 +260,7 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	raw, err := json.Marshal(initSpec{
 		ID: spec.ID, Hostname: hostname, RootFS: rootfs, Layers: layers,
 		Upper: s.upper, Work: work, Merged: merged,
-		User: spec.User, Program: spec.Program, Config: spec.Config,
+		User: spec.User, Program: spec.Program, Config: spec.Config, CPUCount: spec.CPUCount,
 		Rootless: r.rootless, Mounts: spec.Mounts,
 	})
 	if err != nil {
