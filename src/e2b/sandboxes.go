@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,13 +195,29 @@ func validateCreate(req *newSandboxRequest) string {
 				"not per sandbox; choose the lane with allow_internet_access (false, or network.denyOut [\"0.0.0.0/0\"], is the isolated lane with no egress)"
 		}
 	}
-	for k := range req.EnvVars {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Sprintf("invalid environment variable name %q", k)
+	if len(req.EnvVars) > maxEnvVars {
+		return fmt.Sprintf("at most %d envVars", maxEnvVars)
+	}
+	for k, v := range req.EnvVars {
+		if !envNameRE.MatchString(k) {
+			return fmt.Sprintf("invalid environment variable name %.64q: a name is 1-128 letters, digits and '_', not starting with a digit", k)
+		}
+		if strings.ContainsRune(v, 0) || len(v) > maxEnvValueBytes {
+			return fmt.Sprintf("invalid value of environment variable %s: at most %d bytes, no NUL", k, maxEnvValueBytes)
 		}
 	}
 	return ""
 }
+
+// The envVars bounds: a name is a shell identifier (what every shell and
+// env file the guest writes can hold, and sandboxd's own rule for a
+// claim's env), and a create carries a bounded environment.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+const (
+	maxEnvVars       = 128
+	maxEnvValueBytes = 32 << 10
+)
 
 // allTraffic is e2b's ALL_TRAFFIC, the CIDR of every IPv4 address.
 const allTraffic = "0.0.0.0/0"
