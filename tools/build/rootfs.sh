@@ -70,16 +70,9 @@ if done_already; then
   exit 0
 fi
 
-# apt_mirror prints the host's Debian mirror, taken from its own apt sources
-# (the same rule as provision.sh), never from a literal in the repository.
-apt_mirror() {
-  local uri
-  uri=$( { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}';
-           grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'; } |
-         grep -v -- '-security' | head -n1 )
-  [[ -n "$uri" ]] || die "no Debian mirror found in the host's apt sources"
-  printf '%s\n' "$uri"
-}
+# apt_mirror (the host's Debian mirror) is shared with the other rootfs script.
+# shellcheck source=tools/build/apt-mirror.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-mirror.sh"
 
 if [[ ! -f "$tree/$MARKER" ]]; then
   command -v debootstrap >/dev/null || {

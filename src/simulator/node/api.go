@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -417,9 +418,8 @@ func (n *Node) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	key := sandbox.PoolKey{Template: q.Get("template"), Net: q.Get("net"), Size: q.Get("size")}.WithDefaults()
-	if key.Template == "" {
-		writeError(w, errorf(http.StatusBadRequest, "template is required"))
+	key, ok := templateKeyOf(w, q)
+	if !ok {
 		return
 	}
 	noRedirect, _ := strconv.ParseBool(q.Get("no_redirect"))
@@ -500,4 +500,16 @@ func (n *Node) handleCheckpointProbe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNotFound)
+}
+
+// templateKeyOf reads a promoted template's key from the query of the
+// template verbs (delete, labels): net and size default like a claim's,
+// and the template is required. ok is false when the answer was written.
+func templateKeyOf(w http.ResponseWriter, q url.Values) (sandbox.PoolKey, bool) {
+	key := sandbox.PoolKey{Template: q.Get("template"), Net: q.Get("net"), Size: q.Get("size")}.WithDefaults()
+	if key.Template == "" {
+		writeError(w, errorf(http.StatusBadRequest, "template is required"))
+		return key, false
+	}
+	return key, true
 }

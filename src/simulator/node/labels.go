@@ -18,9 +18,8 @@ func (n *Node) handleTemplateLabels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	key := sandbox.PoolKey{Template: q.Get("template"), Net: q.Get("net"), Size: q.Get("size")}.WithDefaults()
-	if key.Template == "" {
-		writeError(w, errorf(http.StatusBadRequest, "template is required"))
+	key, ok := templateKeyOf(w, q)
+	if !ok {
 		return
 	}
 	var body struct {
