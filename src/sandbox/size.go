@@ -4,6 +4,9 @@ package sandbox
 type SizeTier struct {
 	CPUCount  int
 	MemoryMiB int
+	// DiskMiB bounds what the sandbox may write to its disk (its root
+	// filesystem's writable layer); 0 means unbounded.
+	DiskMiB int
 }
 
 // MemoryBytes is the tier's memory in bytes.
@@ -12,10 +15,10 @@ func (t SizeTier) MemoryBytes() int64 { return int64(t.MemoryMiB) << 20 }
 // sizeTiers are the size names sandboxd accepts by default; a pool key
 // naming any other size is refused by the node.
 var sizeTiers = map[string]SizeTier{
-	"small":  {CPUCount: 1, MemoryMiB: 1024},
-	"medium": {CPUCount: 2, MemoryMiB: 2048},
-	"large":  {CPUCount: 4, MemoryMiB: 8192},
-	"xlarge": {CPUCount: 8, MemoryMiB: 16384},
+	"small":  {CPUCount: 1, MemoryMiB: 1024, DiskMiB: 2048},
+	"medium": {CPUCount: 2, MemoryMiB: 2048, DiskMiB: 4096},
+	"large":  {CPUCount: 4, MemoryMiB: 8192, DiskMiB: 16384},
+	"xlarge": {CPUCount: 8, MemoryMiB: 16384, DiskMiB: 32768},
 }
 
 // SizeTiers returns a copy of the default size tiers by name.

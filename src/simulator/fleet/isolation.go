@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/codeinterp"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
@@ -105,6 +107,10 @@ func codeInterpreterImage(iso *IsolationConfig, mc machine.Config) (func(string)
 	}, nil
 }
 
+// stateDirPrefix starts the name of each runtime's state directory under
+// the state root.
+const stateDirPrefix = "machines-"
+
 // NewIsolation prepares isolation for a simulator binary: the base root
 // filesystem (rootfs.Base) and a runtime whose machines live in a fresh
 // directory under stateRoot ("" is the system's temp directory), with
@@ -124,7 +130,13 @@ func NewIsolation(stateRoot, cgroupParent string, logger *slog.Logger) (*Isolati
 			return nil, fmt.Errorf("fleet: machine state directory: %w", err)
 		}
 	}
-	dir, err := os.MkdirTemp(stateRoot, "machines-")
+	// What a simulator stopped uncleanly left here (state directories,
+	// bounded disks still mounted) goes before this one starts.
+	stateGlob := filepath.Join(cmp.Or(stateRoot, os.TempDir()), stateDirPrefix+"*")
+	if _, err := isolate.ReclaimStateDirs(stateGlob, logger); err != nil && logger != nil {
+		logger.Warn("could not reclaim the machine state of an earlier run", "err", err)
+	}
+	dir, err := os.MkdirTemp(stateRoot, stateDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: machine state directory: %w", err)
 	}

@@ -122,7 +122,7 @@ func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
 	root := clientFor(t, f.Node(0), rootToken)
 	a, ea := isolatedClaim(t, root, "counter")
 	run(t, ea, "echo kept > note.txt; (while :; do echo x >> count; sleep 0.05; done >/dev/null 2>&1 &)")
-	counter := filepath.Join(state, a.ID, "upper", "home", "user", "count")
+	counter := filepath.Join(state, a.ID, "disk", "upper", "home", "user", "count") // the small tier bounds the disk: see isolate.Spec.DiskMiB
 	lines := func() int {
 		b, _ := os.ReadFile(counter)
 		return strings.Count(string(b), "\n")

@@ -47,6 +47,14 @@ type Spec struct {
 	// CPUCount and MemoryMiB set cgroup limits where the runtime has the
 	// controller; 0 means no limit.
 	CPUCount, MemoryMiB int
+	// DiskMiB bounds the writable layer (everything written outside the
+	// tmpfs mounts) the way a VM's disk is bounded: a write past it gets
+	// ENOSPC inside. The layer is then its own ext4 filesystem, a sparse
+	// image in the sandbox's directory (mkfs.ext4 and loop devices are
+	// needed, and root: without root the bound is not applied, as with
+	// the cgroup limits). 0 means no bound: the layer is a directory on
+	// the state directory's filesystem.
+	DiskMiB int
 	// MaxPIDs caps the tasks (processes and threads) the sandbox may have
 	// at once (the pids controller), so a fork bomb inside gets EAGAIN
 	// instead of using up the host's PIDs. 0 means PIDsPerCPU for each CPU
@@ -66,6 +74,22 @@ type Spec struct {
 	// filesystem, in order, before its program starts.
 	Mounts []Mount
 }
+
+// tmpfsMiB is the size of each of the sandbox's tmpfs mounts (/tmp and
+// /dev/shm): a quarter of the memory limit, so that both full hold half of
+// it and a sandbox that fills them gets ENOSPC rather than an out-of-memory
+// kill (their pages count against its memory). Without a memory limit,
+// defaultTmpfsMiB.
+func (s Spec) tmpfsMiB() int {
+	if s.MemoryMiB > 0 {
+		return max(s.MemoryMiB/4, 1)
+	}
+	return defaultTmpfsMiB
+}
+
+// defaultTmpfsMiB bounds the tmpfs mounts of a sandbox without a memory
+// limit.
+const defaultTmpfsMiB = 256
 
 // PIDsPerCPU is the default task cap per CPU of Spec.CPUCount: 512 for a
 // one-CPU sandbox (the small tier), 4096 for an eight-CPU one. It is far

@@ -14,7 +14,10 @@ import (
 // files so Close cannot delete them. CAP_SYS_NICE and CAP_SYS_RESOURCE go
 // too: with them root inside could take CPU priority over other sandboxes
 // (nice -20, real-time scheduling), or raise RLIMIT_NICE and do the same
-// without CAP_SYS_NICE. Everything else a root inside usually needs (chown,
+// without CAP_SYS_NICE. CAP_NET_ADMIN and CAP_NET_RAW go as well: the
+// network inside is set up by the init before the program starts, and root
+// inside has no business reconfiguring it, sniffing it or forging packets
+// with raw or packet sockets. Everything else a root inside usually needs (chown,
 // setuid for sudo/su, binding low ports, kill inside) stays.
 //
 // Ptracing a process of the same uid needs no capability, only that it be
@@ -42,6 +45,8 @@ var droppedCaps = []uintptr{
 	unix.CAP_BLOCK_SUSPEND,
 	unix.CAP_BPF,
 	unix.CAP_PERFMON,
+	unix.CAP_NET_ADMIN,
+	unix.CAP_NET_RAW,
 }
 
 // dropBoundingCaps removes droppedCaps from the calling thread's bounding

@@ -60,6 +60,7 @@ type initSpec struct {
 	Rootless bool
 	Mounts   []Mount
 	CPUCount int // the program's GOMAXPROCS when > 0
+	TmpfsMiB int // the size of /tmp and of /dev/shm
 }
 
 // initStatus reports the end of setup to the host.
@@ -190,6 +191,11 @@ func setUp() (*child, error) {
 		cfgW.Close()
 		return nil, err
 	}
+	if err := shieldFromOOM(c.pid); err != nil {
+		readyR.Close()
+		cfgW.Close()
+		return nil, err
+	}
 	_, err = readyR.Read(make([]byte, 1))
 	readyR.Close()
 	if err != nil {
@@ -237,6 +243,10 @@ func startProgram(name string, cpus int, cfg, ready *os.File) (int, error) {
 		runtime.LockOSThread()
 		// Deliberately no UnlockOSThread: the thread exits with the goroutine.
 		if err := dropBoundingCaps(); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		if err := installSeccomp(); err != nil {
 			ch <- result{err: err}
 			return
 		}
@@ -322,6 +332,33 @@ func checkNoCgroupFDs() error {
 	}
 	if len(open) > 0 {
 		return fmt.Errorf("descriptors open on the host's cgroup files: %v", open)
+	}
+	return nil
+}
+
+// OOM scores of the sandbox's own processes. When a sandbox runs out of
+// memory the kernel kills inside its cgroup, choosing by size and score.
+// The init's end is the sandbox's, so the program (and with it everything
+// it starts, which inherits its score) is made the likelier victim of the
+// two, whatever their sizes; among the program and its commands the one
+// holding the memory is still the one killed. Raising a score needs no
+// privilege. Where the host also grants CAP_SYS_RESOURCE the init is
+// exempted outright.
+const (
+	initOOMScoreAdj    = -1000
+	programOOMScoreAdj = 500
+)
+
+// shieldFromOOM sets the program's OOM score, and the init's where the
+// host allows lowering one.
+func shieldFromOOM(program int) error {
+	p := "/proc/" + strconv.Itoa(program) + "/oom_score_adj"
+	if err := os.WriteFile(p, []byte(strconv.Itoa(programOOMScoreAdj)), 0); err != nil {
+		return fmt.Errorf("set the program's OOM score: %w", err)
+	}
+	err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(initOOMScoreAdj)), 0)
+	if err != nil && !errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("set the init's OOM score: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -33,13 +34,14 @@ func buildRoot(s *initSpec) error {
 			return err
 		}
 	}
-	if err := mountDev(filepath.Join(s.Merged, "dev"), s.Rootless); err != nil {
+	tmpfsSize := "size=" + strconv.Itoa(s.TmpfsMiB) + "m"
+	if err := mountDev(filepath.Join(s.Merged, "dev"), s.Rootless, tmpfsSize); err != nil {
 		return err
 	}
 	if err := mountProc(filepath.Join(s.Merged, "proc"), filepath.Join(s.Merged, "dev", "null")); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", filepath.Join(s.Merged, "tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := unix.Mount("tmpfs", filepath.Join(s.Merged, "tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+tmpfsSize); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
 	return bindMounts(s.Merged, s.Mounts)
@@ -114,7 +116,7 @@ var devices = []struct {
 // mountDev builds /dev on its own tmpfs. As real root the nodes are made
 // with mknod; in a user namespace mknod is not allowed, so the host's nodes
 // are bind-mounted onto empty files instead.
-func mountDev(dev string, rootless bool) error {
+func mountDev(dev string, rootless bool, shmSize string) error {
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=1m"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
@@ -153,7 +155,7 @@ func mountDev(dev string, rootless bool) error {
 	if err := os.Mkdir(shm, 0o1777); err != nil {
 		return err
 	}
-	if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+shmSize); err != nil {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
 	for name, target := range map[string]string{

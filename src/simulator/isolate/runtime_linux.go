@@ -22,6 +22,7 @@ import (
 // Runtime starts sandboxes under one state directory and cgroup parent.
 type Runtime struct {
 	stateDir string
+	lock     *os.File // held while the runtime lives: see ReclaimStateDirs
 	logger   *slog.Logger
 	cg       *cgroups // nil: no cgroups
 	rootless bool
@@ -54,16 +55,23 @@ func New(cfg Config) (*Runtime, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	lock, err := lockStateDir(stateDir)
+	if err != nil {
+		return nil, err
+	}
 	r := &Runtime{
 		stateDir:  stateDir,
+		lock:      lock,
 		logger:    logger,
 		rootless:  os.Geteuid() != 0,
 		sandboxes: map[string]*Sandbox{},
 	}
 	if cfg.CgroupParent != "" {
 		if r.cg, err = newCgroups(cfg.CgroupParent, logger); err != nil {
+			lock.Close()
 			return nil, err
 		}
+		r.cg.reclaimStale()
 	}
 	return r, nil
 }
@@ -86,6 +94,7 @@ func (r *Runtime) Close() error {
 	if r.cg != nil {
 		r.cg.release()
 	}
+	r.lock.Close()
 	return errors.Join(errs...)
 }
 
@@ -178,6 +187,16 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		s.dir = ""
 		return nil, fmt.Errorf("isolate: sandbox dir: %w", err)
 	}
+	if spec.DiskMiB > 0 && r.rootless {
+		// Mounting a filesystem image takes real root, like cgroups do.
+		r.logger.Warn("isolate: not root; the disk bound is not applied", "sandbox", spec.ID)
+	} else if spec.DiskMiB > 0 {
+		disk, err := mountLayerDisk(s.dir, spec.DiskMiB)
+		if err != nil {
+			return nil, err
+		}
+		s.upper, work = filepath.Join(disk, "upper"), filepath.Join(disk, "work")
+	}
 	for _, d := range []string{s.upper, work, merged} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, err
@@ -261,7 +280,7 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		ID: spec.ID, Hostname: hostname, RootFS: rootfs, Layers: layers,
 		Upper: s.upper, Work: work, Merged: merged,
 		User: spec.User, Program: spec.Program, Config: spec.Config, CPUCount: spec.CPUCount,
-		Rootless: r.rootless, Mounts: spec.Mounts,
+		Rootless: r.rootless, Mounts: spec.Mounts, TmpfsMiB: spec.tmpfsMiB(),
 	})
 	if err != nil {
 		return nil, err

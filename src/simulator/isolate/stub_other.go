@@ -5,6 +5,7 @@ package isolate
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os/exec"
 )
@@ -55,3 +56,6 @@ func (s *Sandbox) Close() error                                         { return
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, name, args...)
 }
+
+// ReclaimStateDirs has nothing to reclaim outside Linux.
+func ReclaimStateDirs(pattern string, logger *slog.Logger) (int, error) { return 0, nil }

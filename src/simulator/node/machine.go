@@ -91,7 +91,7 @@ func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey,
 		spec.Hostname = dns
 	}
 	if tier, ok := n.cfg.Sizes[key.WithDefaults().Size]; ok {
-		spec.CPUCount, spec.MemoryMiB = tier.CPUCount, tier.MemoryMiB
+		spec.CPUCount, spec.MemoryMiB, spec.DiskMiB = tier.CPUCount, tier.MemoryMiB, tier.DiskMiB
 	}
 	m, err := iso.Runtime.Start(ctx, spec)
 	if err != nil {
