@@ -193,7 +193,7 @@ func mountProc(proc, devNull string) error {
 			return fmt.Errorf("make /proc/%s read-only: %w", name, err)
 		}
 	}
-	for _, name := range []string{"kcore", "kmsg", "timer_list", "sched_debug", "latency_stats"} {
+	for _, name := range []string{"kcore", "kmsg", "timer_list", "sched_debug", "latency_stats", "keys", "key-users"} {
 		p := filepath.Join(proc, name)
 		if fi, err := os.Lstat(p); err != nil || fi.IsDir() {
 			continue

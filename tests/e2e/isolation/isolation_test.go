@@ -19,7 +19,7 @@ import (
 
 func TestIsolationThroughTheSDK(t *testing.T) {
 	project := nodejs.Setup(t, "tests/e2e/js")
-	project.Copy(t, "lib.mjs", "isolation.test.mjs")
+	project.Copy(t, "lib.mjs", "isolation.test.mjs", "limits.test.mjs")
 	binary := testbin.Path(t, "SANDBOX_E2B_LOCAL", "github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b-local")
 	// Two catalog volumes: one read-only dataset with a file in it, one
 	// writable scratch the suite writes to, read back here.
@@ -42,10 +42,10 @@ func TestIsolationThroughTheSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := "isolation-" + harness.RandomHex(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	project.Run(t, ctx, append(env, "E2E_MARKER="+marker, "E2E_HOST_FILE="+hostFile, "E2E_VOLUME_TEXT="+volumeText),
-		"--test", "--test-reporter=spec", "--test-concurrency=1", "isolation.test.mjs")
+		"--test", "--test-reporter=spec", "--test-concurrency=1", "isolation.test.mjs", "limits.test.mjs")
 
 	// What a sandbox wrote to the writable volume is on its host
 	// directory.
