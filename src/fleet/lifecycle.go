@@ -175,6 +175,7 @@ func (f *Fleet) Current(ctx context.Context, sb Sandbox) (Sandbox, *sandboxd.San
 		return sb, nil, err
 	}
 	sb.Paused = row.Hibernated || row.Archived
+	sb.Failed = row.Failed
 	if !row.Deadline.IsZero() {
 		sb.Deadline = row.Deadline
 	}

@@ -33,6 +33,11 @@ type Sandbox struct {
 	ClaimedAt time.Time
 	Deadline  time.Time
 	Paused    bool
+	// Failed names why the sandbox's VMM is down and was not restarted
+	// (sandboxd's failed); empty while it is serviceable. A failed
+	// sandbox stays claimed on its node until it is woken, released or
+	// reaped.
+	Failed string
 	// Metadata are the sandbox's claim labels, when the view reads them
 	// (the mesh's does; the NodeInventory's has none), and always on a
 	// sandbox this process claimed.

@@ -243,7 +243,7 @@ func toSandbox(r sandboxd.Sandbox, addr string) (fleet.Sandbox, bool) {
 	sb := fleet.Sandbox{
 		ID: id, ClaimRef: ref, Key: r.Key.WithDefaults(),
 		Node: addr, NodeAddr: addr, Deadline: r.Deadline, Paused: r.Hibernated,
-		Metadata: r.Metadata,
+		Failed: r.Failed, Metadata: r.Metadata,
 	}
 	if r.ClaimedAt != nil {
 		sb.ClaimedAt = *r.ClaimedAt

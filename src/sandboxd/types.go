@@ -125,14 +125,17 @@ type PoolStatus struct {
 // Info is the GET /v1/info payload (also answered by PUT /v1/pools and the
 // drain verbs).
 type Info struct {
-	Pools            []PoolStatus `json:"pools"`
-	Claimed          int          `json:"claimed"`
-	Hibernated       int          `json:"hibernated"`
-	Archived         int          `json:"archived"`
-	Draining         bool         `json:"draining,omitempty"`
-	AtCapacity       bool         `json:"at_capacity,omitempty"`
-	AtCapacityReason string       `json:"at_capacity_reason,omitempty"`
-	Peers            []string     `json:"peers,omitempty"`
+	Pools      []PoolStatus `json:"pools"`
+	Claimed    int          `json:"claimed"`
+	Hibernated int          `json:"hibernated"`
+	Archived   int          `json:"archived"`
+	// Failed counts the claims whose VMM is down and was not restarted
+	// (included in Claimed); absent at zero.
+	Failed           int      `json:"failed,omitempty"`
+	Draining         bool     `json:"draining,omitempty"`
+	AtCapacity       bool     `json:"at_capacity,omitempty"`
+	AtCapacityReason string   `json:"at_capacity_reason,omitempty"`
+	Peers            []string `json:"peers,omitempty"`
 	// Templates are the node's promoted templates, sorted by key; absent
 	// when it holds none.
 	Templates []TemplateInfo `json:"templates,omitempty"`
@@ -184,7 +187,15 @@ type Sandbox struct {
 	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// OnExpire is the claim's expiry action; absent for the default.
 	OnExpire string `json:"on_expire,omitempty"`
-	Token    string `json:"token,omitempty"`
+	// Restarts counts the cold boots that replaced an exited VMM (each
+	// loses guest memory); RestartedAt stamps the last one.
+	Restarts    int        `json:"restarts,omitempty"`
+	RestartedAt *time.Time `json:"restarted_at,omitempty"`
+	// Failed names why the sandbox's VMM is down and was not restarted;
+	// empty while the sandbox is serviceable. A failed sandbox stays
+	// listed (and claimed) until it is released, woken or reaped.
+	Failed string `json:"failed,omitempty"`
+	Token  string `json:"token,omitempty"`
 }
 
 // SandboxList is the GET /v1/sandboxes payload.

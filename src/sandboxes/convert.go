@@ -25,6 +25,9 @@ const (
 	// ReasonUnknownPhase: Ready=False because the node reported a phase
 	// this server does not know (it is treated as not running).
 	ReasonUnknownPhase = "UnknownPhase"
+	// ReasonMachineFailed: Ready=False because the sandbox's VMM died and
+	// the node did not restart it (sandboxd's failed state).
+	ReasonMachineFailed = "MachineFailed"
 )
 
 // containerName names the single container a served Sandbox's pod template
@@ -143,6 +146,11 @@ func statusFor(e *inventory.Entry) agentsv1beta1.SandboxStatus {
 		st.Conditions = []metav1.Condition{
 			cond(agentsv1beta1.SandboxConditionReady, metav1.ConditionFalse, agentsv1beta1.SandboxReasonSuspended, "The microVM is hibernated; the next access or a resume wakes it."),
 			cond(agentsv1beta1.SandboxConditionSuspended, metav1.ConditionTrue, ReasonHibernated, ""),
+		}
+	case v1beta1.SandboxPhaseFailed:
+		st.Conditions = []metav1.Condition{
+			cond(agentsv1beta1.SandboxConditionReady, metav1.ConditionFalse, ReasonMachineFailed, "The microVM's VMM died and was not restarted; resume boots it again from its disk (its memory is lost), or delete the sandbox."),
+			cond(agentsv1beta1.SandboxConditionSuspended, metav1.ConditionFalse, agentsv1beta1.SandboxReasonNotSuspended, ""),
 		}
 	default:
 		st.Conditions = []metav1.Condition{

@@ -115,6 +115,9 @@ func (v fleetView) Claimed(sb fleet.Sandbox) {
 func (v fleetView) Changed(sb fleet.Sandbox) {
 	if cur, ok := v.current(sb); ok {
 		cur.entry.Phase = phaseOf(sb.Paused)
+		if sb.Failed != "" {
+			cur.entry.Phase = v1beta1.SandboxPhaseFailed
+		}
 		if !sb.Deadline.IsZero() {
 			cur.entry.Deadline = sb.Deadline
 		}
@@ -152,6 +155,7 @@ func sandboxOf(e *inventory.Entry) fleet.Sandbox {
 		ClaimedAt: e.ClaimedAt,
 		Deadline:  e.Deadline,
 		Paused:    e.Phase == v1beta1.SandboxPhaseHibernated,
+		Failed:    failedOf(e.Phase),
 	}
 }
 
@@ -165,6 +169,15 @@ func entryOf(sb fleet.Sandbox) inventory.Entry {
 		Deadline: sb.Deadline, ClaimedAt: sb.ClaimedAt,
 		Namespace: sb.Namespace, ObjectName: sb.Name,
 	}
+}
+
+// failedOf is the fleet's Failed for an inventory phase: the inventory
+// carries no reason, only that the VMM is down.
+func failedOf(p v1beta1.SandboxPhase) string {
+	if p == v1beta1.SandboxPhaseFailed {
+		return "the node reports the VMM down"
+	}
+	return ""
 }
 
 func phaseOf(paused bool) v1beta1.SandboxPhase {

@@ -102,7 +102,7 @@ func sandboxOfRow(n inventory.Node, row sandboxd.Sandbox) fleet.Sandbox {
 	}
 	sb := fleet.Sandbox{
 		ID: id, ClaimRef: ref, Key: row.Key.WithDefaults(), Node: n.Name, NodeAddr: n.Address,
-		Deadline: row.Deadline, Paused: row.Hibernated || row.Archived, Metadata: row.Metadata,
+		Deadline: row.Deadline, Paused: row.Hibernated || row.Archived, Failed: row.Failed, Metadata: row.Metadata,
 	}
 	if row.ClaimedAt != nil {
 		sb.ClaimedAt = *row.ClaimedAt

@@ -228,6 +228,7 @@ func TestConditionsByPhase(t *testing.T) {
 	}{
 		{v1beta1.SandboxPhaseRunning, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, agentsv1beta1.SandboxOperatingModeRunning, false},
 		{v1beta1.SandboxPhaseHibernated, metav1.ConditionFalse, agentsv1beta1.SandboxReasonSuspended, agentsv1beta1.SandboxOperatingModeSuspended, true},
+		{v1beta1.SandboxPhaseFailed, metav1.ConditionFalse, ReasonMachineFailed, agentsv1beta1.SandboxOperatingModeRunning, false},
 		{"Archived", metav1.ConditionFalse, ReasonUnknownPhase, agentsv1beta1.SandboxOperatingModeRunning, false},
 	} {
 		v := view{}

@@ -113,6 +113,9 @@ func (n *Node) expireLocked(sb *claimed, now time.Time) (destroy, stop bool) {
 		}
 		n.stats.archiveDeletes.Add(1)
 		return true, false
+	// A failed sandbox has no VM to hibernate: it ends as a destroy.
+	case sb.failed != "":
+		return true, false
 	// A removed tenant's claim cannot extend, so it is never archived.
 	case archives(sb.claimOptions) && staysLive(sb, "archive") == nil && !n.tenantRemovedLocked(sb):
 		stop = !sb.hibernated

@@ -42,6 +42,9 @@ func (n *Node) createCheckpoint(c caller, id string, req sandboxd.CheckpointRequ
 	if aerr == nil {
 		aerr = refuseArchived(sb, "checkpoint")
 	}
+	if aerr == nil {
+		aerr = refuseFailed(sb, "checkpoint")
+	}
 	if aerr != nil {
 		n.mu.Unlock()
 		return sandboxd.Checkpoint{}, aerr

@@ -256,6 +256,7 @@ func (n *Node) newSandboxLocked(key sandbox.PoolKey, vm, tenant string, lbl labe
 	sb.guests = newGuestSet(n.cfg.Guests, filepath.Join(n.scratch, sb.id), n.log, n.cfg.BodyLimits)
 	if wm != nil {
 		sb.guests.attach(wm.m, n.cfg.Isolation.ControlPort)
+		n.watchMachine(sb, wm.m)
 	}
 	n.sandboxes[sb.id] = sb
 	if tenant != "" {

@@ -187,6 +187,11 @@ type Config struct {
 	// Logger receives operational logs; default discards. Tokens are
 	// never logged.
 	Logger *slog.Logger
+	// Usage, when set, receives the events of sandboxd's usage journal
+	// that the simulator models: vmm_exit and vmm_failed (vmm.go). It is
+	// called outside the node's lock, one event at a time per sandbox,
+	// and must not block for long.
+	Usage func(UsageEvent)
 }
 
 func (c *Config) applyDefaults() error {

@@ -213,6 +213,9 @@ func (n *Node) setEnv(c caller, id string, set map[string]sandboxd.EnvEntry, dro
 	}
 	// Guest entries are written into the guest at once, which needs it
 	// running; host-only entries change at any time.
+	if sb.failed != "" && !maps.Equal(guestEnv(sb.env), guestEnv(next)) {
+		return refuseFailed(sb, "env")
+	}
 	if sb.hibernated && !maps.Equal(guestEnv(sb.env), guestEnv(next)) {
 		return errorf(http.StatusConflict, "the sandbox is paused: a change to its guest env needs it running (this verb never wakes one)")
 	}

@@ -49,6 +49,11 @@ func (n *Node) handleExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	if aerr := refuseFailed(sb, "exec"); aerr != nil {
+		n.mu.Unlock()
+		writeError(w, aerr)
+		return
+	}
 	if sb.hibernated {
 		n.resumeLocked(sb)
 	}

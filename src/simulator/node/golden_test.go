@@ -40,7 +40,7 @@ var (
 	rowOptional   = map[string]string{
 		"claimed_at": whyRowOptional, "archived": whyRowOptional, "from_checkpoint": whyRowOptional,
 		"claim_ref": whyRowOptional, "volumes": whyNoVolumes,
-		"metadata": whyRowOptional, "on_expire": whyRowOptional,
+		"metadata": whyRowOptional, "on_expire": whyRowOptional, "failed": whyRowOptional,
 	}
 )
 

@@ -59,7 +59,7 @@ func TestVolumeLabelTenantAnswersMatchTheDocumentedExamples(t *testing.T) {
 	body = call(t, http.MethodGet, api+"/v1/sandboxes", rootToken, nil, http.StatusOK)
 	matchGolden(t, "sandboxes.response.json", body, prefixed("sandboxes[].", map[string]string{
 		"archived": whyRowOptional, "from_checkpoint": whyRowOptional, "claim_ref": whyRowOptional,
-		"metadata": whyRowOptional, "on_expire": whyRowOptional,
+		"metadata": whyRowOptional, "on_expire": whyRowOptional, "failed": whyRowOptional,
 	}))
 	call(t, http.MethodPost, api+"/v1/sandboxes/"+cl.ID+"/release", cl.Token, nil, http.StatusNoContent)
 	body = call(t, http.MethodPost, api+"/v1/claim", tenantA, []byte(`{"template":"`+tmpl+`","volumes_attach_only":true,"volumes":[{"name":"imagenet"},{"name":"scratch-db","mode":"rw"}]}`), http.StatusOK)

@@ -68,6 +68,9 @@ func (n *Node) hibernate(id, bearer string) *apiError {
 	if err == nil {
 		err = staysLive(sb, "hibernate")
 	}
+	if err == nil {
+		err = refuseFailed(sb, "hibernate")
+	}
 	if err != nil {
 		n.mu.Unlock()
 		return err
@@ -93,12 +96,17 @@ func (n *Node) hibernateLocked(sb *claimed) {
 
 func (n *Node) wake(id, bearer string) *apiError {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	sb, err := n.sandboxByTokenLocked(id, bearer, true)
 	if err != nil {
+		n.mu.Unlock()
 		return err
 	}
+	if sb.failed != "" {
+		n.mu.Unlock()
+		return n.rebootFailed(sb)
+	}
 	n.resumeLocked(sb) // an archived sandbox gets a fresh lease
+	n.mu.Unlock()
 	return nil
 }
 
@@ -198,6 +206,9 @@ func (n *Node) fork(c caller, id string, req sandboxd.ForkRequest) ([]sandboxd.C
 		aerr = refuseArchived(parent, "fork")
 	}
 	if aerr == nil {
+		aerr = refuseFailed(parent, "fork")
+	}
+	if aerr == nil {
 		aerr = checkOnExpire(req.OnExpire, parent.key, parent.volumes)
 	}
 	if aerr != nil {
@@ -279,7 +290,7 @@ func (n *Node) ReapExpired() int {
 			case stop:
 				hibernated = append(hibernated, sb)
 			}
-		case sb.idleHibernate > 0 && sb.key.Net != netEgress && len(sb.volumes) == 0 && !sb.hibernated && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
+		case sb.idleHibernate > 0 && sb.key.Net != netEgress && len(sb.volumes) == 0 && !sb.hibernated && sb.failed == "" && sb.openRelays == 0 && now.Sub(sb.lastActive) >= sb.idleHibernate:
 			n.hibernateLocked(sb)
 			hibernated = append(hibernated, sb)
 		}
@@ -327,7 +338,7 @@ func (n *Node) sandboxStats(id string) (sandboxd.Stats, *apiError) {
 		Hibernated:    sb.hibernated,
 		MeasuredAt:    n.cfg.Clock.Now().UTC(),
 	}
-	if !sb.hibernated {
+	if !sb.hibernated && sb.failed == "" {
 		// No VMM to read: report a stable fraction so callers see a
 		// plausible, measured value.
 		st.MemUsedBytes = tier.MemoryBytes() / 6

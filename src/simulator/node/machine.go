@@ -202,6 +202,7 @@ func (n *Node) forkMachines(ctx context.Context, parent *guestSet, children []*c
 		}
 		n.mu.Lock()
 		ch.guests.attach(m, n.cfg.Isolation.ControlPort)
+		n.watchMachine(ch, m)
 		n.mu.Unlock()
 		if err := n.deliver(ctx, ch); err != nil {
 			return err

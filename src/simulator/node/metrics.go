@@ -24,6 +24,7 @@ type counters struct {
 	sandboxGets, ownerLookups            counter
 	relayRequests, relays                counter
 	archives, unarchives, archiveDeletes counter
+	vmmExits, vmmFailures                counter
 }
 
 // Counters is a snapshot of a node's event counts, for tests that assert
@@ -52,6 +53,9 @@ type Counters struct {
 	// those restored from the archive, ArchiveDeletes those deleted when
 	// their retention ended.
 	Archives, Unarchives, ArchiveDeletes int64
+	// VMMExits counts claimed sandboxes whose machine died (vmm_exit),
+	// VMMFailures those then parked as failed (vmm_failed).
+	VMMExits, VMMFailures int64
 }
 
 // Counters returns the node's event counts.
@@ -68,6 +72,7 @@ func (n *Node) Counters() Counters {
 		SandboxGets: s.sandboxGets.Load(), OwnerLookups: s.ownerLookups.Load(),
 		RelayRequests: s.relayRequests.Load(), Relays: s.relays.Load(),
 		Archives: s.archives.Load(), Unarchives: s.unarchives.Load(), ArchiveDeletes: s.archiveDeletes.Load(),
+		VMMExits: s.vmmExits.Load(), VMMFailures: s.vmmFailures.Load(),
 	}
 }
 
@@ -100,6 +105,8 @@ func (n *Node) renderMetrics() string {
 	fmt.Fprintf(&b, "sandboxd_hibernated %d\n", info.Hibernated)
 	gauge("sandboxd_archived", "Live claims archived off-node.")
 	fmt.Fprintf(&b, "sandboxd_archived %d\n", info.Archived)
+	gauge("sandboxd_failed", "Live claims whose VMM is down and was not restarted.")
+	fmt.Fprintf(&b, "sandboxd_failed %d\n", info.Failed)
 	gauge("sandboxd_draining", "1 while the node is cordoned.")
 	fmt.Fprintf(&b, "sandboxd_draining %d\n", boolInt(info.Draining))
 	gauge("sandboxd_checkpoints", "Checkpoint records held by this node.")
@@ -150,6 +157,8 @@ func (n *Node) renderMetrics() string {
 		{"sandboxd_sim_owner_lookups_total", "GET /v1/sandboxes/{id}/owner requests received.", c.OwnerLookups},
 		{"sandboxd_sim_relay_requests_total", "Guest-port relay requests received.", c.RelayRequests},
 		{"sandboxd_sim_relays_total", "Guest-port relays established.", c.Relays},
+		{"sandboxd_sim_vmm_exits_total", "Claimed sandboxes whose machine died (vmm_exit).", c.VMMExits},
+		{"sandboxd_sim_vmm_failures_total", "Sandboxes parked as failed after their machine died (vmm_failed).", c.VMMFailures},
 	} {
 		count(m.name, m.help)
 		fmt.Fprintf(&b, "%s %d\n", m.name, m.v)

@@ -224,6 +224,9 @@ func (n *Node) info() sandboxd.Info {
 		case sb.hibernated:
 			out.Hibernated++
 		}
+		if sb.failed != "" {
+			out.Failed++
+		}
 	}
 	out.Templates = n.templateRowsLocked()
 	return out

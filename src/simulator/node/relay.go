@@ -74,6 +74,11 @@ func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotFound)
 		return
 	}
+	if aerr := refuseFailed(sb, "relay"); aerr != nil {
+		n.mu.Unlock()
+		writeError(w, aerr)
+		return
+	}
 	if sb.hibernated {
 		if !active {
 			n.mu.Unlock()
@@ -126,7 +131,7 @@ func (n *Node) servePort(w http.ResponseWriter, r *http.Request) {
 
 	rl := &relay{sb: sb, client: client, guest: guest}
 	n.mu.Lock()
-	if n.sandboxes[id] != sb || sb.hibernated || n.stopping() {
+	if n.sandboxes[id] != sb || sb.hibernated || sb.failed != "" || n.stopping() {
 		n.mu.Unlock()
 		rl.close()
 		return

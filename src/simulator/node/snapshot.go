@@ -10,6 +10,8 @@ import (
 const (
 	PhaseRunning    = "Running"
 	PhaseHibernated = "Hibernated"
+	// PhaseFailed is a claim whose machine died and was not restarted.
+	PhaseFailed = "Failed"
 )
 
 // Snapshot is a read-only view of the node for inventory publishing: what
@@ -54,7 +56,10 @@ func (n *Node) Snapshot() Snapshot {
 	for _, sb := range n.sandboxes {
 		name := cmp.Or(sb.claimRef, sb.id)
 		phase := PhaseRunning
-		if sb.hibernated {
+		switch {
+		case sb.failed != "":
+			phase = PhaseFailed
+		case sb.hibernated:
 			phase = PhaseHibernated
 		}
 		s.Entries = append(s.Entries, EntrySnapshot{

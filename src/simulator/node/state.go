@@ -44,6 +44,11 @@ type claimed struct {
 	claimOptions                          // on_expire, egress, env (archive.go)
 	volumes        []sandboxd.VolumeMount // as applied and echoed; never written after the claim
 	archiveState
+	// failed names why the sandbox's machine is down (vmm.go); empty
+	// while it is serviceable.
+	failed string
+	// rebooting is set while a wake boots a failed sandbox again.
+	rebooting bool
 }
 
 // checkpoint is one captured sandbox state.
@@ -95,6 +100,7 @@ func (sb *claimed) row(withToken bool) sandboxd.Sandbox {
 		Metadata:       sb.metadata,
 		OnExpire:       sb.onExpire,
 		Volumes:        sb.volumes,
+		Failed:         sb.failed,
 	}
 	if withToken {
 		r.Token = sb.token

@@ -69,6 +69,9 @@ func (n *Node) promote(c caller, id string, req sandboxd.PromoteRequest) (sandbo
 	if aerr == nil {
 		aerr = refuseArchived(sb, "promote")
 	}
+	if aerr == nil {
+		aerr = refuseFailed(sb, "promote")
+	}
 	var key sandbox.PoolKey
 	if aerr == nil {
 		key = sandbox.PoolKey{Template: req.Template, Net: sb.key.Net, Size: sb.key.Size}

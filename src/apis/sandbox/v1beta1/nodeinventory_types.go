@@ -147,6 +147,10 @@ const (
 	// SandboxPhaseHibernated is a claimed sandbox whose microVM is suspended;
 	// the node wakes it on the next call that needs it.
 	SandboxPhaseHibernated SandboxPhase = "Hibernated"
+	// SandboxPhaseFailed is a claimed sandbox whose VMM is down and was not
+	// restarted (sandboxd's failed): it stays claimed until it is woken
+	// (booted again from its disk, memory lost), released or reaped.
+	SandboxPhaseFailed SandboxPhase = "Failed"
 )
 
 // NodeInventoryList is a list of NodeInventory objects.
