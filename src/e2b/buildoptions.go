@@ -18,6 +18,12 @@ import (
 // Defaults of the build flags.
 const (
 	DefaultBuildUploadMax = 1 << 30
+	// A namespace's template uploads are bounded in number and bytes:
+	// each build uploads one archive per COPY step, so a thousand files
+	// and 10 GiB hold many templates' worth, and stop a client that
+	// uploads without end.
+	DefaultBuildUploadMaxFiles = 1000
+	DefaultBuildUploadMaxTotal = 10 << 30
 	// uploadURLTTL is how long an upload URL the surface hands out stays
 	// valid: the SDK uploads right after asking.
 	uploadURLTTL = time.Hour
@@ -33,6 +39,10 @@ type BuildOptions struct {
 	LogLines  int
 	Dir       string
 	UploadMax int64
+	// UploadMaxFiles and UploadMaxTotal bound a namespace's stored
+	// archives; 0 lifts the bound.
+	UploadMaxFiles int
+	UploadMaxTotal int64
 
 	S3Bucket         string
 	S3Prefix         string
@@ -45,7 +55,7 @@ type BuildOptions struct {
 func NewBuildOptions() BuildOptions {
 	return BuildOptions{
 		Parallel: build.DefaultParallel, Timeout: build.DefaultTimeout, LogLines: build.DefaultLogLines,
-		UploadMax: DefaultBuildUploadMax,
+		UploadMax: DefaultBuildUploadMax, UploadMaxFiles: DefaultBuildUploadMaxFiles, UploadMaxTotal: DefaultBuildUploadMaxTotal,
 	}
 }
 
@@ -54,7 +64,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "e2b-builds", o.Enabled,
 		"Serve the e2b template build API (Template.build). Builds run in the process that took the request and live in its memory, so every status poll must reach the same replica.")
 	fs.IntVar(&o.Parallel, "e2b-build-parallel", o.Parallel,
-		"Builds that run at once; a start beyond them answers 429 and the build stays waiting.")
+		"Builds that run at once, shared between namespaces: one namespace runs at most its equal share of them, and never all of them when there are two or more. A build beyond waits in a queue and starts by itself.")
 	fs.DurationVar(&o.Timeout, "e2b-build-timeout", o.Timeout,
 		"Bound on one build, claim through publish; it is also the lease of the build's sandbox.")
 	fs.IntVar(&o.LogLines, "e2b-build-log-lines", o.LogLines,
@@ -63,6 +73,10 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 		"Directory that keeps the archives COPY steps upload, taken through this surface's own signed PUT. Every replica must see the same directory, or use --e2b-build-store-s3-bucket.")
 	fs.Int64Var(&o.UploadMax, "e2b-build-upload-max", o.UploadMax,
 		"Largest archive in bytes a signed PUT to --e2b-build-dir takes.")
+	fs.IntVar(&o.UploadMaxFiles, "e2b-build-upload-max-files", o.UploadMaxFiles,
+		"Most archives one namespace's templates may keep in the build store; an upload beyond answers 413. 0 lifts the bound.")
+	fs.Int64Var(&o.UploadMaxTotal, "e2b-build-upload-max-total", o.UploadMaxTotal,
+		"Most bytes of archives one namespace's templates may keep in the build store; an upload beyond answers 413. 0 lifts the bound.")
 	fs.StringVar(&o.S3Bucket, "e2b-build-store-s3-bucket", o.S3Bucket,
 		"S3 bucket that keeps the archives COPY steps upload, through presigned PUTs; credentials come from the default AWS chain.")
 	fs.StringVar(&o.S3Prefix, "e2b-build-store-s3-prefix", o.S3Prefix,
@@ -95,6 +109,10 @@ func (o BuildOptions) Config(envdSecret []byte) (*BuildConfig, error) {
 		return nil, fmt.Errorf("--e2b-build-log-lines must be at least 1, got %d", o.LogLines)
 	case o.UploadMax < 1:
 		return nil, fmt.Errorf("--e2b-build-upload-max must be at least 1, got %d", o.UploadMax)
+	case o.UploadMaxFiles < 0:
+		return nil, fmt.Errorf("--e2b-build-upload-max-files must not be negative, got %d", o.UploadMaxFiles)
+	case o.UploadMaxTotal < 0:
+		return nil, fmt.Errorf("--e2b-build-upload-max-total must not be negative, got %d", o.UploadMaxTotal)
 	case o.Dir != "" && o.S3Bucket != "":
 		return nil, errors.New("--e2b-build-dir and --e2b-build-store-s3-bucket name two stores: keep one")
 	case o.Dir == "" && o.S3Bucket == "":
@@ -102,7 +120,15 @@ func (o BuildOptions) Config(envdSecret []byte) (*BuildConfig, error) {
 	case o.Dir == "" && s3Set && o.S3Bucket == "":
 		return nil, errors.New("--e2b-build-store-s3-* need --e2b-build-store-s3-bucket")
 	}
-	cfg := &BuildConfig{Parallel: o.Parallel, Timeout: o.Timeout, LogLines: o.LogLines}
+	cfg := &BuildConfig{Parallel: o.Parallel, Timeout: o.Timeout, LogLines: o.LogLines,
+		MaxUploadFiles: o.UploadMaxFiles, MaxUploadBytes: o.UploadMaxTotal}
+	// A flag's 0 lifts its bound; BuildConfig's 0 takes the default.
+	if cfg.MaxUploadFiles == 0 {
+		cfg.MaxUploadFiles = -1
+	}
+	if cfg.MaxUploadBytes == 0 {
+		cfg.MaxUploadBytes = -1
+	}
 	if o.Dir != "" {
 		mac := hmac.New(sha256.New, envdSecret)
 		mac.Write([]byte("e2b build uploads"))

@@ -47,11 +47,20 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 	b.Log(stepBase, build.LevelInfo, fmt.Sprintf("Claiming a sandbox of %s", describeBase(def.template)))
 	ref := sandbox.ClaimRef{Namespace: b.Namespace, Name: buildClaimPrefix + strings.ToLower(rand.Text()[:16])}
 	ttl := int(max(s.builds.Timeout()/time.Second, 1))
-	claimed, err := s.claimSource(ctx, ref, def.base, key, ttl, nil, claimTerms{})
+	// The claim does not end with the build's context: a claim canceled
+	// in flight may still be made on the node, with no answer to release
+	// it by, and a canceled build must leave nothing claimed. It is
+	// bounded like a request instead, and the cancel is seen right after.
+	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
+	claimed, err := s.claimSource(claimCtx, ref, def.base, key, ttl, nil, claimTerms{})
+	cancelClaim()
 	if err != nil {
 		return &build.Failure{Step: stepBase, Message: "could not claim a sandbox of the base: " + s.buildErr(err)}
 	}
 	defer s.releaseQuietly(claimed.Sandbox)
+	if err := ctx.Err(); err != nil {
+		return &build.Failure{Step: stepBase, Message: s.buildErr(err)}
+	}
 	access := envdtoken.Derive(s.cfg.EnvdSecret, claimed.Token)
 	if err := s.initEnvd(ctx, claimed, access, nil); err != nil {
 		return &build.Failure{Step: stepBase, Message: "the base sandbox's envd could not be initialized: " + s.buildErr(err)}

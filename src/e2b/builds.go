@@ -168,6 +168,9 @@ func (s *Server) fileUploadLink(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, http.StatusInternalServerError, "the build store could not hand out an upload link")
 		return
 	}
+	if !link.Present && !s.checkUploadLink(w, r, c) {
+		return
+	}
 	writeJSON(w, http.StatusCreated, fileUploadResponse{Present: link.Present, URL: link.URL, Headers: link.Headers})
 }
 
@@ -188,8 +191,8 @@ type buildDefinition struct {
 }
 
 // startBuild is POST /v2/templates/{templateID}/builds/{buildID}: the
-// build's definition. It starts the build, or queues it (429) when every
-// build slot is taken.
+// build's definition. It starts the build, or queues it when no build
+// slot is free for the caller's namespace.
 func (s *Server) startBuild(w http.ResponseWriter, r *http.Request, c caller) {
 	b, ok := s.ownBuild(w, r, c)
 	if !ok {
@@ -224,13 +227,16 @@ func (s *Server) startBuild(w http.ResponseWriter, r *http.Request, c caller) {
 	if tier, ok := sandbox.SizeOf(size); ok {
 		b.Resize(tier.CPUCount, tier.MemoryMiB)
 	}
+	// A build that finds no free slot is queued, not refused: e2b's
+	// TemplateBuildStartV2 answers 202 and the SDK polls the status,
+	// which says "waiting" and where the build is in the queue. A 429
+	// would have the SDK give up after its retries while the build
+	// still ran.
 	switch err := s.builds.Start(b, buildDefinition{template: tpl, base: base}); {
-	case err == nil:
+	case err == nil, errors.Is(err, build.ErrQueued):
 		w.WriteHeader(http.StatusAccepted)
-	case errors.Is(err, build.ErrQueued):
-		w.Header().Set("Retry-After", strconv.Itoa(max(s.cfg.RetryAfterSeconds, 5)))
-		writeError(w, http.StatusTooManyRequests, err.Error())
 	default:
+		s.log.Error("e2b: starting a build failed", "template", b.TemplateID, "build", b.ID, "err", err)
 		writeError(w, http.StatusInternalServerError, "could not start the build")
 	}
 }
@@ -313,11 +319,17 @@ func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
 		out.LogEntries = append(out.LogEntries, wireLog(e))
 		out.Logs = append(out.Logs, e.Message)
 	}
-	if v.Reason != nil {
+	switch {
+	case v.Reason != nil:
 		out.Reason = &buildStatusReason{Message: v.Reason.Message, Step: v.Reason.Step, LogEntries: []buildLogEntry{}}
 		for _, e := range v.Reason.Logs {
 			out.Reason.LogEntries = append(out.Reason.LogEntries, wireLog(e))
 		}
+	case v.QueuePosition > 0:
+		// TemplateBuildInfo has no queue field: a waiting build's reason
+		// says where it stands (the SDK reads a reason only on error),
+		// and its log has a line each time that changed.
+		out.Reason = &buildStatusReason{Message: fmt.Sprintf("queued: position %d in the build queue", v.QueuePosition), LogEntries: []buildLogEntry{}}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

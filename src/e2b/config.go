@@ -63,6 +63,11 @@ type Config struct {
 	CreateRate   float64
 	CreateBurst  int
 	MaxSandboxes int
+	// MaxSnapshots caps the snapshots one namespace keeps across the
+	// fleet (each copies a sandbox's disk); a snapshot beyond answers
+	// 429. Zero takes DefaultMaxSnapshots, negative lifts it. sandboxd
+	// reports no checkpoint's size, so there is no byte bound.
+	MaxSnapshots int
 	// Clock is the process clock (the create rate's too); default the
 	// real one.
 	Clock clock.PassiveClock
@@ -99,6 +104,11 @@ const (
 	DefaultCreateRate   = 5.0
 	DefaultCreateBurst  = 30
 	DefaultMaxSandboxes = 100
+
+	// DefaultMaxSnapshots is far above the handful of snapshots an SDK
+	// user keeps per sandbox, and far below what fills a node's disk with
+	// copies of writable layers.
+	DefaultMaxSnapshots = 50
 )
 
 // BuildConfig configures the template build API (--e2b-builds*).
@@ -113,6 +123,12 @@ type BuildConfig struct {
 	// Uploads serves the store's own signed PUTs under /e2b-files/ (the
 	// directory store); nil when the store hands out URLs elsewhere (S3).
 	Uploads http.Handler
+	// MaxUploadFiles and MaxUploadBytes bound the archives one
+	// namespace's templates keep in Store (an upload beyond answers
+	// 413). Zero takes DefaultBuildUploadMaxFiles and
+	// DefaultBuildUploadMaxTotal, negative lifts the bound.
+	MaxUploadFiles int
+	MaxUploadBytes int64
 }
 
 // Template is what an alias resolves to: a pool image and a size.
@@ -297,6 +313,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxSandboxes == 0 {
 		c.MaxSandboxes = DefaultMaxSandboxes
+	}
+	if c.MaxSnapshots == 0 {
+		c.MaxSnapshots = DefaultMaxSnapshots
+	}
+	if c.Builds != nil {
+		b := *c.Builds
+		if b.MaxUploadFiles == 0 {
+			b.MaxUploadFiles = DefaultBuildUploadMaxFiles
+		}
+		if b.MaxUploadBytes == 0 {
+			b.MaxUploadBytes = DefaultBuildUploadMaxTotal
+		}
+		c.Builds = &b
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

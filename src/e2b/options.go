@@ -45,6 +45,7 @@ type Options struct {
 	CreateRate        float64
 	CreateBurst       int
 	MaxSandboxes      int
+	MaxSnapshots      int
 	Build             BuildOptions
 }
 
@@ -53,7 +54,8 @@ func NewOptions() *Options {
 	return &Options{
 		BindAddress: DefaultBindAddress, Namespace: DefaultNamespace,
 		CreateRate: DefaultCreateRate, CreateBurst: DefaultCreateBurst, MaxSandboxes: DefaultMaxSandboxes,
-		Build: NewBuildOptions(),
+		MaxSnapshots: DefaultMaxSnapshots,
+		Build:        NewBuildOptions(),
 	}
 }
 
@@ -83,6 +85,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Sandbox creates one API key (an anonymous caller: one source address) may make at once before --e2b-create-rate applies.")
 	fs.IntVar(&o.MaxSandboxes, "e2b-max-sandboxes", o.MaxSandboxes,
 		"Most live (running or paused) sandboxes an API key's namespace (an anonymous caller: one source address) may hold; a create beyond answers 429. 0 lifts the cap.")
+	fs.IntVar(&o.MaxSnapshots, "e2b-max-snapshots", o.MaxSnapshots,
+		"Most snapshots an API key's namespace may keep across the fleet; a snapshot beyond answers 429. 0 lifts the cap.")
 	o.Build.AddFlags(fs)
 }
 
@@ -110,6 +114,9 @@ func (o *Options) Config() (Config, error) {
 	if o.MaxSandboxes < 0 {
 		return Config{}, fmt.Errorf("--e2b-max-sandboxes must not be negative, got %d", o.MaxSandboxes)
 	}
+	if o.MaxSnapshots < 0 {
+		return Config{}, fmt.Errorf("--e2b-max-snapshots must not be negative, got %d", o.MaxSnapshots)
+	}
 	if o.BindAddress == "" {
 		return Config{}, errors.New("--e2b-bind-address must not be empty")
 	}
@@ -130,6 +137,7 @@ func (o *Options) Config() (Config, error) {
 		CreateRate:     o.CreateRate,
 		CreateBurst:    o.CreateBurst,
 		MaxSandboxes:   o.MaxSandboxes,
+		MaxSnapshots:   o.MaxSnapshots,
 	}
 	// A flag's 0 lifts its bound; Config's 0 takes the default.
 	if cfg.CreateRate == 0 {
@@ -137,6 +145,9 @@ func (o *Options) Config() (Config, error) {
 	}
 	if cfg.MaxSandboxes == 0 {
 		cfg.MaxSandboxes = -1
+	}
+	if cfg.MaxSnapshots == 0 {
+		cfg.MaxSnapshots = -1
 	}
 	if cfg.Builds, err = o.Build.Config(secret); err != nil {
 		return Config{}, err

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -50,6 +51,11 @@ type Server struct {
 	rows    *nodeRows
 	// builds is nil when the build API is off.
 	builds *build.Manager
+	// snapshotLocks and uploadLocks serialize the quota checks of a
+	// namespace's snapshots and uploads (see keyedLock).
+	snapshotLocks keyedLock
+	uploadLocks   keyedLock
+	uploads       *uploadsInFlight
 	// table is what mux serves, kept so Routes can list it.
 	table []route
 	mux   *http.ServeMux
@@ -71,15 +77,25 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, fleet: f, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
+	s := &Server{cfg: cfg, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
 		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
+	s.fleet = newLiveFleet(f, cfg.Clock, func(sb fleet.Sandbox) {
+		s.log.Info("e2b: releasing a sandbox whose machine failed", "sandbox", sb.ID, "reason", sb.Failed)
+		s.tracked.drop(sb.ID)
+	})
+	f = s.fleet
 	s.catalog = newCatalog(f, cfg.Clock, cfg.Logger)
 	s.rows = newNodeRows(f, cfg.Clock)
 	if b := cfg.Builds; b != nil {
 		clk, _ := cfg.Clock.(clock.Clock)
 		s.builds = build.NewManager(build.Config{
 			Parallel: b.Parallel, Timeout: b.Timeout, LogLines: b.LogLines, Clock: clk, Logger: cfg.Logger,
+			Expired: s.dropExpiredUploads,
 		}, s.runBuild)
+		s.uploads = &uploadsInFlight{}
+		if d, ok := b.Store.(interface{ SetAdmission(buildstore.Admission) }); ok {
+			d.SetAdmission(s.admitUpload)
+		}
 	}
 	s.table = s.routes()
 	mux := http.NewServeMux()
@@ -191,8 +207,9 @@ func (s *Server) lookupCurrent(w http.ResponseWriter, r *http.Request, c caller)
 	case err == nil:
 		return cur, row, true
 	case errors.Is(err, fleet.ErrNotFound):
-		// Reaped or released since the view heard of it.
-		writeNotFound(w)
+		// Reaped or released since the view heard of it, or its machine
+		// failed.
+		writeGone(w, err)
 		return sb, nil, false
 	}
 	return sb, nil, true
@@ -259,7 +276,7 @@ func (s *Server) fleetError(w http.ResponseWriter, err error, op string) {
 	reason := fleet.Reason(err)
 	switch kind := fleet.Classify(err); kind {
 	case fleet.KindNotFound, fleet.KindNoTemplate:
-		writeNotFound(w)
+		writeGone(w, err)
 	case fleet.KindCapacity:
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSeconds))
 		writeError(w, http.StatusTooManyRequests, "no warm sandbox is available for this template now; retry later")

@@ -42,7 +42,8 @@ func snapshotOf(namespace string, ck sandboxd.Checkpoint) (snapshotInfo, bool) {
 }
 
 // createSnapshot is POST /sandboxes/{id}/snapshots: a sandboxd checkpoint
-// of the running sandbox, 201 with its id.
+// of the running sandbox, 201 with its id; 429 at the namespace's
+// snapshot cap.
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller) {
 	var req snapshotRequest
 	if !decodeBody(w, r, &req, true) {
@@ -56,6 +57,11 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller
 	if !ok {
 		return
 	}
+	unlock, ok := s.admitSnapshot(w, r, c)
+	if !ok {
+		return
+	}
+	defer unlock()
 	ck, err := s.fleet.Checkpoint(r.Context(), sb, scopedName(c.namespace, req.Name))
 	if err != nil {
 		s.fleetError(w, err, "snapshot")

@@ -176,33 +176,42 @@ func (s *Server) getAlias(w http.ResponseWriter, r *http.Request, c caller, alia
 }
 
 // deleteTemplate is DELETE /templates/{templateID}: a snapshot (how the
-// SDK deletes one) or a published template, removed from every node that
-// holds it, with its uploaded archives.
+// SDK deletes one), or a template with everything it has: its builds in
+// this process (a running one is canceled, its sandbox released, before
+// anything else goes, so it cannot publish after the delete), its
+// published tags on every node, and its uploaded archives. A template
+// whose only build failed is deleted too: it is listed, so it must be
+// deletable, and its archives must not outlive it.
 func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller) {
 	id := r.PathValue("templateID")
 	if strings.HasPrefix(id, checkpointPrefix) {
 		s.deleteSnapshot(w, r, c)
 		return
 	}
-	if s.builds != nil {
-		for _, b := range s.builds.Builds(c.namespace) {
-			if (b.TemplateID == id || b.Name == id) && !b.Status().Done() {
-				writeError(w, http.StatusConflict, "the template has a build in progress; delete it once the build is done")
-				return
-			}
+	templateID, built := s.builtTemplate(c.namespace, id)
+	if built {
+		select {
+		case <-s.builds.Cancel(c.namespace, templateID):
+		case <-r.Context().Done():
+			writeError(w, http.StatusServiceUnavailable, "the template's build did not stop in time; retry the delete")
+			return
 		}
+		// A build that published before it stopped is on the nodes now.
+		s.catalog.invalidate()
 	}
 	tags, err := s.catalog.tags(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "delete the template")
 		return
 	}
-	if len(tags) == 0 {
+	if len(tags) == 0 && !built {
 		writeError(w, http.StatusNotFound, "template not found")
 		return
 	}
 	defer s.catalog.invalidate()
-	templateID := tags[0].TemplateID
+	if len(tags) > 0 {
+		templateID = tags[0].TemplateID
+	}
 	if s.builds != nil {
 		s.builds.Forget(c.namespace, templateID)
 	}
@@ -219,6 +228,41 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// builtTemplate finds the template id or name ref among the namespace's
+// builds in this process.
+func (s *Server) builtTemplate(namespace, ref string) (templateID string, ok bool) {
+	if s.builds == nil {
+		return "", false
+	}
+	for _, b := range s.builds.Builds(namespace) {
+		if b.TemplateID == ref || b.Name == ref {
+			return b.TemplateID, true
+		}
+	}
+	return "", false
+}
+
+// dropExpiredUploads is the build manager's Expired hook: once the last
+// build record of a template is gone, a template that was never published
+// (its builds failed, or never started) is listed nowhere, so what its
+// builds uploaded goes too. A published template keeps its archives until
+// it is deleted.
+func (s *Server) dropExpiredUploads(namespace, templateID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	tags, err := s.catalog.tags(ctx, namespace, templateID)
+	if err != nil {
+		s.log.Warn("e2b: could not tell whether an expired build's template is published; its uploads are kept", "template", templateID, "err", err)
+		return
+	}
+	if _, again := s.builtTemplate(namespace, templateID); len(tags) > 0 || again {
+		return
+	}
+	if err := s.cfg.Builds.Store.DeleteTemplate(ctx, templateID); err != nil {
+		s.log.Warn("e2b: deleting an expired build's uploads failed", "template", templateID, "err", err)
+	}
 }
 
 // unpublish removes one published tag from every node that holds it;

@@ -20,7 +20,12 @@ import (
 
 // withBuilds serves the build API with a directory store.
 func withBuilds(t testing.TB, parallel int) func(*e2b.Config) {
-	dir, err := buildstore.NewDir(t.TempDir(), []byte("upload-signing-key-of-the-test"), 1<<20, time.Hour, clock.RealClock{})
+	return withBuildsIn(t, parallel, t.TempDir())
+}
+
+// withBuildsIn serves the build API with a directory store in root.
+func withBuildsIn(t testing.TB, parallel int, root string) func(*e2b.Config) {
+	dir, err := buildstore.NewDir(root, []byte("upload-signing-key-of-the-test"), 1<<20, time.Hour, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,28 +232,28 @@ func TestFailingStepFailsTheBuild(t *testing.T) {
 	}
 }
 
-// A start beyond --e2b-build-parallel answers 429 and the build runs once
-// a slot frees.
+// A start beyond --e2b-build-parallel is accepted and queued: the status
+// says waiting and where the build stands, and it runs once a slot frees.
 func TestBuildBeyondParallelIsQueued(t *testing.T) {
 	e := newEnv(t, envOptions{warm: 4, config: withBuilds(t, 1)})
 	slow := e.requestBuild(t, keyA, "slow")
 	next := e.requestBuild(t, keyA, "next")
-	start := func(req buildRequested, cmd string) response {
-		return e.do(t, http.MethodPost, "/v2/templates/"+req.TemplateID+"/builds/"+req.BuildID, keyA,
-			map[string]any{"fromTemplate": "base", "steps": []map[string]any{{"type": "RUN", "args": []string{cmd}}}})
-	}
-	if r := start(slow, "sleep 1"); r.status != http.StatusAccepted {
+	if r := e.startBuild(t, keyA, slow, "sleep 600"); r.status != http.StatusAccepted {
 		t.Fatalf("first start = %d %s", r.status, r.body)
 	}
-	r := start(next, "echo queued-ran")
-	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
-		t.Fatalf("start beyond the bound = %d %s, want 429 with Retry-After", r.status, r.body)
+	if r := e.startBuild(t, keyA, next, "echo queued-ran"); r.status != http.StatusAccepted {
+		t.Fatalf("start beyond the bound = %d %s, want 202 (queued)", r.status, r.body)
+	}
+	st := e.status(t, keyA, next)
+	if st.Status != "waiting" || st.Reason == nil || !strings.Contains(st.Reason.Message, "position 1") || !strings.Contains(st.logText(), "position 1 in the build queue") {
+		t.Fatalf("queued build: %s %+v\n%s", st.Status, st.Reason, st.logText())
+	}
+	// Deleting the slow template cancels its build and frees the slot.
+	if r := e.do(t, http.MethodDelete, "/templates/"+slow.TemplateID, keyA, nil); r.status != http.StatusNoContent {
+		t.Fatalf("delete of the running build's template = %d %s", r.status, r.body)
 	}
 	if st := e.waitBuild(t, keyA, next); st.Status != "ready" || !strings.Contains(st.logText(), "queued-ran") {
 		t.Fatalf("queued build ended %s:\n%s", st.Status, st.logText())
-	}
-	if st := e.waitBuild(t, keyA, slow); st.Status != "ready" {
-		t.Fatalf("first build ended %s", st.Status)
 	}
 }
 

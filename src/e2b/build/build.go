@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -51,6 +52,13 @@ type Build struct {
 	updated  time.Time
 	finished time.Time
 	cancel   context.CancelFunc
+	// queuePos is the build's 1-based place in the queue while it waits
+	// for a slot, 0 otherwise.
+	queuePos int
+	// canceled is set by Manager.Cancel; the failure says so.
+	canceled bool
+	// done is closed once the build has ended.
+	done chan struct{}
 }
 
 // Resize records the CPUs and memory the build's sandbox has, which the
@@ -106,6 +114,9 @@ type View struct {
 	Updated  time.Time
 	Finished time.Time
 	Spec     Spec
+	// QueuePosition is the build's 1-based place in the build queue while
+	// it waits for a slot (see Manager), 0 when it is not queued.
+	QueuePosition int
 }
 
 // View returns the build's state with at most limit log lines from
@@ -116,6 +127,7 @@ func (b *Build) View(offset, limit int) View {
 	v := View{
 		ID: b.ID, TemplateID: b.TemplateID, Status: b.status, Dropped: b.dropped,
 		Created: b.created, Updated: b.updated, Finished: b.finished, Spec: b.Spec,
+		QueuePosition: b.queuePos,
 	}
 	if b.reason != nil {
 		r := *b.reason
@@ -142,17 +154,45 @@ func (b *Build) Status() Status {
 	return b.status
 }
 
-// finish records the build's end from the Runner's error.
+// setQueuePosition records the build's place in the queue and, when it
+// changed, logs it with what it waits for.
+func (b *Build) setQueuePosition(pos, running, parallel, share int) {
+	b.mu.Lock()
+	changed := b.queuePos != pos
+	b.queuePos = pos
+	b.mu.Unlock()
+	if changed {
+		b.Log("", LevelInfo, QueueMessage(pos, running, parallel, share))
+	}
+}
+
+// QueueMessage says where a queued build stands: its place, the slots
+// taken, and the share of them one namespace may hold.
+func QueueMessage(pos, running, parallel, share int) string {
+	return fmt.Sprintf("Waiting for a build slot: position %d in the build queue (%d of %d slots taken; a namespace runs at most %d at once while others wait)",
+		pos, running, parallel, share)
+}
+
+// finish records the build's end from the Runner's error; a build ends
+// once, later calls change nothing.
 func (b *Build) finish(err error) {
 	now := b.m.cfg.Clock.Now().UTC()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.finished, b.updated, b.cancel = now, now, nil
-	if err == nil {
+	if b.status.Done() {
+		return
+	}
+	defer close(b.done)
+	b.finished, b.updated, b.cancel, b.queuePos, b.queued = now, now, nil, 0, false
+	if err == nil && !b.canceled {
 		b.status = Ready
 		return
 	}
 	b.status = Error
+	if b.canceled {
+		b.reason = &Reason{Message: errCanceled}
+		return
+	}
 	r := &Reason{Message: err.Error()}
 	if f, ok := asFailure(err); ok {
 		r.Message, r.Step = f.Message, f.Step

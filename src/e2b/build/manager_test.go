@@ -73,6 +73,15 @@ func register(t *testing.T, m *build.Manager, name string) *build.Build {
 	return b
 }
 
+func registerIn(t *testing.T, m *build.Manager, namespace, name string) *build.Build {
+	t.Helper()
+	b, err := m.Register(build.Spec{Namespace: namespace, Name: name, TemplateID: build.TemplateID(namespace, name)})
+	if err != nil {
+		t.Fatalf("register %s/%s: %v", namespace, name, err)
+	}
+	return b
+}
+
 func waitStatus(t *testing.T, b *build.Build, want build.Status) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -90,7 +99,8 @@ func TestParallelBoundQueues(t *testing.T) {
 	g := newGate()
 	m := build.NewManager(build.Config{Parallel: 2}, g.run)
 	defer m.Close()
-	a, b, c := register(t, m, "a"), register(t, m, "b"), register(t, m, "c")
+	// Two namespaces: one alone would hold at most one of the two slots.
+	a, b, c := register(t, m, "a"), registerIn(t, m, "other", "b"), register(t, m, "c")
 	for _, x := range []*build.Build{a, b} {
 		if err := m.Start(x, "def"); err != nil {
 			t.Fatalf("start %s: %v", x.Name, err)

@@ -32,6 +32,9 @@ type Dir struct {
 	maxBytes int64
 	ttl      time.Duration
 	clock    clock.PassiveClock
+	// admit, when set, decides each upload before a byte is read (see
+	// SetAdmission).
+	admit Admission
 }
 
 var _ Store = (*Dir)(nil)
@@ -129,4 +132,35 @@ func (d *Dir) DeleteTemplate(_ context.Context, templateID string) error {
 		return fmt.Errorf("buildstore: deleting the archives of %s: %w", templateID, err)
 	}
 	return nil
+}
+
+// Usage counts the template's stored archives; uploads still being
+// written are not stored yet and do not count.
+func (d *Dir) Usage(_ context.Context, templateID string) (Usage, error) {
+	if err := checkTemplateID(templateID); err != nil {
+		return Usage{}, err
+	}
+	entries, err := os.ReadDir(d.templateDir(templateID))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Usage{}, nil
+	case err != nil:
+		return Usage{}, fmt.Errorf("buildstore: listing the archives of %s: %w", templateID, err)
+	}
+	var u Usage
+	for _, e := range entries {
+		if checkHash(e.Name()) != nil || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return Usage{}, fmt.Errorf("buildstore: reading archive %s/%s: %w", templateID, e.Name(), err)
+		}
+		u.Files++
+		u.Bytes += fi.Size()
+	}
+	return u, nil
 }

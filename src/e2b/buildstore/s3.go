@@ -117,6 +117,28 @@ func (s *S3) DeleteTemplate(ctx context.Context, templateID string) error {
 	return errors.Join(errs...)
 }
 
+// Usage lists the template's archives and adds up their sizes.
+func (s *S3) Usage(ctx context.Context, templateID string) (Usage, error) {
+	if err := checkTemplateID(templateID); err != nil {
+		return Usage{}, err
+	}
+	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(s.templatePrefix(templateID)),
+	})
+	var u Usage
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return Usage{}, fmt.Errorf("buildstore: listing the archives of %s: %w", templateID, err)
+		}
+		for _, obj := range page.Contents {
+			u.Files++
+			u.Bytes += aws.ToInt64(obj.Size)
+		}
+	}
+	return u, nil
+}
+
 // isNotFound tells a missing object from every other failure. A missing
 // bucket is a misconfiguration, not a missing archive, so it stays an
 // error where S3 says so, though it answers it with 404 too (a HEAD's

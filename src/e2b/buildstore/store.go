@@ -37,4 +37,16 @@ type Store interface {
 	Open(ctx context.Context, templateID, hash string) (io.ReadCloser, error)
 	// DeleteTemplate removes every archive of a template.
 	DeleteTemplate(ctx context.Context, templateID string) error
+	// Usage counts a template's stored archives and their bytes, which
+	// the surface's per-namespace upload bounds add up.
+	Usage(ctx context.Context, templateID string) (Usage, error)
 }
+
+// Usage is what a set of archives takes.
+type Usage struct {
+	Files int
+	Bytes int64
+}
+
+// Add is the usage of both.
+func (u Usage) Add(o Usage) Usage { return Usage{Files: u.Files + o.Files, Bytes: u.Bytes + o.Bytes} }

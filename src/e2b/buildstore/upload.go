@@ -42,7 +42,28 @@ func (d *Dir) serveUpload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(d.maxBytes))
 		return
 	}
-	if status, err := d.receive(w, r, templateID, hash); err != nil {
+	limit, tooBig, done := d.maxBytes, tooLarge(d.maxBytes), func(bool) {}
+	if d.admit != nil {
+		admitted, admittedDone, err := d.admit(r.Context(), templateID, hash, r.ContentLength)
+		var refused *Refusal
+		switch {
+		case errors.As(err, &refused):
+			w.Header().Set("Connection", "close")
+			writeError(w, refused.Status, refused.Message)
+			return
+		case err != nil:
+			slog.Default().Error("buildstore: deciding an upload failed", "template", templateID, "hash", hash, "err", err)
+			writeError(w, http.StatusInternalServerError, "the upload could not be admitted")
+			return
+		}
+		done = admittedDone
+		if admitted < limit {
+			limit, tooBig = admitted, fmt.Sprintf("the archive is larger than the %d bytes left to this namespace's template uploads", admitted)
+		}
+	}
+	status, err := d.receive(w, r, templateID, hash, limit, tooBig)
+	done(err == nil)
+	if err != nil {
 		if status == http.StatusInternalServerError {
 			// The client is told nothing about the server's disk; the
 			// operator is.
@@ -71,10 +92,11 @@ func parseUploadPath(p string) (templateID, hash string, ok bool) {
 	return templateID, hash, true
 }
 
-// receive writes the body to a temporary file beside the archive and
-// renames it into place once complete and synced; on any failure the
-// temporary file goes. It returns the status to answer a failure with.
-func (d *Dir) receive(w http.ResponseWriter, r *http.Request, templateID, hash string) (int, error) {
+// receive writes the body, at most limit bytes of it (tooBig says so
+// past it), to a temporary file beside the archive and renames it into
+// place once complete and synced; on any failure the temporary file goes.
+// It returns the status to answer a failure with.
+func (d *Dir) receive(w http.ResponseWriter, r *http.Request, templateID, hash string, limit int64, tooBig string) (int, error) {
 	dir := d.templateDir(templateID)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return http.StatusInternalServerError, fmt.Errorf("creating the template directory: %w", err)
@@ -94,10 +116,10 @@ func (d *Dir) receive(w http.ResponseWriter, r *http.Request, templateID, hash s
 	}()
 	// MaxBytesReader also has the server close the connection rather
 	// than drain an oversized body.
-	if _, err := io.Copy(tmp, http.MaxBytesReader(w, r.Body, d.maxBytes)); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, errors.New(tooLarge(d.maxBytes))
+	if _, err := io.Copy(tmp, http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var over *http.MaxBytesError
+		if errors.As(err, &over) {
+			return http.StatusRequestEntityTooLarge, errors.New(tooBig)
 		}
 		var we *os.PathError
 		if errors.As(err, &we) && we.Op == "write" {

@@ -1,0 +1,83 @@
+package e2b_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cocoonstack/sandbox-operator/src/e2b"
+)
+
+// A namespace's snapshots are capped: the one past the cap is 429 with a
+// message naming the cap, another namespace still snapshots, and a
+// delete makes room.
+func TestSnapshotCapPerNamespace(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *e2b.Config) { c.MaxSnapshots = 2 }})
+	sb := e.create(t, keyA, nil)
+	var first struct {
+		SnapshotID string `json:"snapshotID"`
+	}
+	for i := range 2 {
+		r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
+		if r.status != http.StatusCreated {
+			t.Fatalf("snapshot %d = %d %s", i+1, r.status, r.body)
+		}
+		if i == 0 {
+			r.decode(t, &first)
+		}
+	}
+	r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
+	if r.status != http.StatusTooManyRequests || !strings.Contains(r.errorMessage(t), "limit of 2 snapshots") {
+		t.Fatalf("snapshot past the cap = %d %s, want 429 naming the cap", r.status, r.body)
+	}
+	other := e.create(t, keyB, nil)
+	if r := e.do(t, http.MethodPost, "/sandboxes/"+other.SandboxID+"/snapshots", keyB, map[string]any{}); r.status != http.StatusCreated {
+		t.Fatalf("another namespace's snapshot = %d %s", r.status, r.body)
+	}
+	if r := e.do(t, http.MethodDelete, "/templates/"+first.SnapshotID, keyA, nil); r.status != http.StatusNoContent {
+		t.Fatalf("delete snapshot = %d %s", r.status, r.body)
+	}
+	if r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{}); r.status != http.StatusCreated {
+		t.Fatalf("snapshot after a delete = %d %s", r.status, r.body)
+	}
+}
+
+// A namespace's template uploads are bounded in bytes and in files: past
+// either, the upload (or its link) is 413 with a message naming the
+// bound; another namespace is not affected.
+func TestUploadBoundsPerNamespace(t *testing.T) {
+	withBounds := func(c *e2b.Config) {
+		withBuilds(t, 2)(c)
+		c.Builds.MaxUploadFiles, c.Builds.MaxUploadBytes = 2, 10
+	}
+	e := newEnv(t, envOptions{config: withBounds})
+	one, two := e.requestBuild(t, keyA, "one"), e.requestBuild(t, keyA, "two")
+	hash := func(c string) string { return strings.Repeat(c, 64) }
+	if r := e.upload(t, keyA, one.TemplateID, hash("a"), "1234"); r.status != http.StatusOK {
+		t.Fatalf("first upload = %d %s", r.status, r.body)
+	}
+	// Bytes count across the namespace's templates: 4 stored, 7 more is
+	// past 10.
+	r := e.upload(t, keyA, two.TemplateID, hash("b"), "1234567")
+	if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(r.errorMessage(t), "limit of 10 bytes") {
+		t.Fatalf("upload past the byte bound = %d %s, want 413 naming it", r.status, r.body)
+	}
+	if r := e.upload(t, keyA, two.TemplateID, hash("c"), "123456"); r.status != http.StatusOK {
+		t.Fatalf("upload up to the byte bound = %d %s", r.status, r.body)
+	}
+	r = e.upload(t, keyA, two.TemplateID, hash("d"), "")
+	if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(r.errorMessage(t), "limit of 2 uploaded template files") {
+		t.Fatalf("upload link past the file bound = %d %s, want 413 naming it", r.status, r.body)
+	}
+	other := e.requestBuild(t, keyB, "theirs")
+	if r := e.upload(t, keyB, other.TemplateID, hash("e"), "123456789"); r.status != http.StatusOK {
+		t.Fatalf("another namespace's upload = %d %s", r.status, r.body)
+	}
+	// Deleting a template frees what it held.
+	if r := e.do(t, http.MethodDelete, "/templates/"+one.TemplateID, keyA, nil); r.status != http.StatusNoContent {
+		t.Fatalf("delete = %d %s", r.status, r.body)
+	}
+	if r := e.upload(t, keyA, two.TemplateID, hash("f"), "1234"); r.status != http.StatusOK {
+		t.Fatalf("upload after a delete = %d %s", r.status, r.body)
+	}
+}
