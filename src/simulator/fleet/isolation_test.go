@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 // startIsolatedFleet is one node whose sandboxes are machines over the
 // base root filesystem, with the envd guest inside.
-func startIsolatedFleet(t *testing.T) (*fleet.Fleet, string) {
+func startIsolatedFleet(t *testing.T) (*fleet.Fleet, *isolate.Runtime) {
 	t.Helper()
 	base, err := rootfs.Base()
 	if err != nil {
@@ -48,7 +48,7 @@ func startIsolatedFleet(t *testing.T) (*fleet.Fleet, string) {
 	if err := f.Node(0).WaitWarm(ctxT(t), sandbox.PoolKey{Template: tmpl}.WithDefaults(), 2); err != nil {
 		t.Fatalf("the pool never held 2 started machines: %v", err)
 	}
-	return f, state
+	return f, rt
 }
 
 func isolatedClaim(t *testing.T, root *sandboxd.Client, name string) (*sandboxd.Claim, *envdVia) {
@@ -118,11 +118,15 @@ func TestIsolatedSandboxesAreMachines(t *testing.T) {
 }
 
 func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
-	f, state := startIsolatedFleet(t)
+	f, rt := startIsolatedFleet(t)
 	root := clientFor(t, f.Node(0), rootToken)
 	a, ea := isolatedClaim(t, root, "counter")
 	run(t, ea, "echo kept > note.txt; (while :; do echo x >> count; sleep 0.05; done >/dev/null 2>&1 &)")
-	counter := filepath.Join(state, a.ID, "disk", "upper", "home", "user", "count") // the small tier bounds the disk: see isolate.Spec.DiskMiB
+	machine, ok := rt.Lookup(a.ID)
+	if !ok {
+		t.Fatalf("no machine %s", a.ID)
+	}
+	counter := filepath.Join(machine.LayerDir(), "home", "user", "count")
 	lines := func() int {
 		b, _ := os.ReadFile(counter)
 		return strings.Count(string(b), "\n")
@@ -151,11 +155,15 @@ func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
 		t.Errorf("the fork child reads %q from the parent's file", got)
 	}
 	for _, id := range []string{a.ID, children[0].ID} {
+		m, ok := rt.Lookup(id)
+		if !ok {
+			t.Fatalf("no machine %s", id)
+		}
 		if err := root.Release(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the released machine's directory to go", func() bool {
-			_, err := os.Stat(filepath.Join(state, id))
+			_, err := os.Stat(m.Dir())
 			return os.IsNotExist(err)
 		})
 	}

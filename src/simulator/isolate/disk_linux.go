@@ -13,23 +13,22 @@ import (
 
 // A sandbox's writable layer is bounded the way a VM's disk is: it lives on
 // a filesystem of its own, an ext4 image of Spec.DiskMiB made sparse in the
-// sandbox's directory and mounted there through a loop device. A write
-// past the bound gets ENOSPC inside; the host's disk holds at most the
-// bound per sandbox, and a sandbox's writes never fill the filesystem its
+// sandbox's directory and mounted through a loop device. A write past the
+// bound gets ENOSPC inside; the host's disk holds at most the bound per
+// sandbox, and a sandbox's writes never fill the filesystem its
 // neighbours' layers share.
 //
-// The image is mounted in the host's mount namespace (private, under the
-// runtime's 0700 state directory) so that SaveLayer, LayerDir and a fork's
-// copy read the layer at a host path as before. Close detaches the mount;
-// the loop device is made with autoclear, so the kernel releases it with
-// the filesystem's last reference.
+// The filesystem is mounted nowhere on the host: it is a detached mount
+// whose descriptor the runtime holds (the host reaches the layer at
+// /proc/self/fd/<n>, which is what LayerDir, SaveLayer and a fork's copy
+// read), and the sandbox gets an idmapped clone of it in its own mount
+// namespace. Nothing of it outlives the runtime process however that ends:
+// its descriptor closes, the sandbox's namespace goes with its last
+// process, and the loop device, made with autoclear, is released with the
+// filesystem's last reference.
 
-// diskName and diskMount are the image and its mount point in the sandbox
-// directory.
-const (
-	diskName  = "disk.img"
-	diskMount = "disk"
-)
+// diskName is the image in the sandbox directory.
+const diskName = "disk.img"
 
 // mkfsSearchPath is where mkfs.ext4 is looked for besides PATH: test and
 // service environments often run with a PATH without the sbin directories.
@@ -49,21 +48,22 @@ func findMkfs() (string, error) {
 	return "", errors.New("isolate: mkfs.ext4 (e2fsprogs) not found; it is needed to bound a sandbox's disk (Spec.DiskMiB)")
 }
 
-// mountLayerDisk makes the sandbox's disk image of sizeMiB in dir, mounts
-// it at dir/disk and returns the mount point.
-func mountLayerDisk(dir string, sizeMiB int) (string, error) {
+// openLayerDisk makes the sandbox's disk image of sizeMiB in dir and
+// returns its filesystem as a detached mount, whose root holds the layer's
+// upper and work directories.
+func openLayerDisk(dir string, sizeMiB int) (*os.File, error) {
 	mkfs, err := findMkfs()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	image := filepath.Join(dir, diskName)
 	f, err := os.OpenFile(image, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("isolate: disk image: %w", err)
+		return nil, fmt.Errorf("isolate: disk image: %w", err)
 	}
 	defer f.Close()
 	if err := f.Truncate(int64(sizeMiB) << 20); err != nil {
-		return "", fmt.Errorf("isolate: size the disk image: %w", err)
+		return nil, fmt.Errorf("isolate: size the disk image: %w", err)
 	}
 	// No journal (the layer does not outlive a host crash anyway), no
 	// blocks reserved for root (root inside would otherwise get more room
@@ -71,27 +71,29 @@ func mountLayerDisk(dir string, sizeMiB int) (string, error) {
 	out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal",
 		"-E", "lazy_itable_init=1,nodiscard", image).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("isolate: make the disk's filesystem: %v: %s", err, out)
+		return nil, fmt.Errorf("isolate: make the disk's filesystem: %v: %s", err, out)
 	}
 	loop, err := attachLoop(f)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer loop.Close()
-	mnt := filepath.Join(dir, diskMount)
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		return "", err
+	fs, err := unix.Fsopen("ext4", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("isolate: open an ext4 context: %w", err)
 	}
-	if err := unix.Mount(loop.Name(), mnt, "ext4", unix.MS_NODEV|unix.MS_NOATIME, ""); err != nil {
-		return "", fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetString(fs, "source", loop.Name()); err != nil {
+		return nil, fmt.Errorf("isolate: disk source %s: %w", loop.Name(), err)
 	}
-	// Never propagated to (or from) other mount namespaces: the layer is
-	// the runtime's business alone.
-	if err := unix.Mount("", mnt, "", unix.MS_PRIVATE, ""); err != nil {
-		_ = unix.Unmount(mnt, unix.MNT_DETACH)
-		return "", fmt.Errorf("isolate: make the disk mount private: %w", err)
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return nil, fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
 	}
-	return mnt, nil
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOATIME)
+	if err != nil {
+		return nil, fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
+	}
+	return os.NewFile(uintptr(mnt), "disk"), nil
 }
 
 // loopAttempts bounds the retries when another process takes the free loop

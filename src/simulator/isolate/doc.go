@@ -5,13 +5,19 @@
 // # Model
 //
 // Start re-executes the current binary (/proc/self/exe) with new mount, PID,
-// network, UTS and IPC namespaces (plus a user namespace when the caller is
-// not root). That process is the sandbox's init, PID 1 of its PID namespace.
-// Before anything else it:
+// network, UTS, IPC and user namespaces. That process is the sandbox's
+// init, PID 1 of its PID namespace. As root, its user namespace maps ids
+// 0-65535 to a host range no other sandbox holds (userns_linux.go), and the
+// host hands it idmapped mounts of the root filesystem, its layers, the
+// writable layer and the volumes (placed in the init's mount namespace by a
+// short-lived attach helper), so files keep their on-disk owners inside.
+// Not root, the namespace maps only the caller's id. Before anything else
+// the init:
 //
 //   - makes every mount private, so nothing it mounts propagates to the host;
 //   - mounts an overlay (lower = Spec.Layers over Spec.RootFS, shared
-//     read-only by every sandbox; upper and work under StateDir/<id>) and,
+//     read-only by every sandbox; upper and work under StateDir/<id>, on
+//     an ext4 image of Spec.DiskMiB when that is set) and,
 //     on it, a fresh /proc
 //     (with /proc/sys and the other host-wide knobs read-only or masked), a
 //     minimal /dev (null, zero, full, random, urandom, tty, ptmx with its own
@@ -24,9 +30,11 @@
 //
 // The program runs as root inside, with the capabilities that reach beyond
 // the sandbox (module loading, raw I/O, mount, mknod, ptrace, the clock,
-// open_by_handle_at, nice and resource limits, …) removed from its bounding
-// set, so neither it nor anything it starts (sudo included) can get them
-// back. The init and the program are non-dumpable (root inside can neither
+// open_by_handle_at, nice and resource limits, network administration and
+// raw sockets, …) removed from its bounding set, so neither it nor anything
+// it starts (sudo included) can get them back, and under a seccomp filter
+// (seccomp_linux.go) that refuses the kernel keyrings, new namespaces,
+// mounting, module loading and similar calls. The init and the program are non-dumpable (root inside can neither
 // ptrace them nor open their /proc/<pid>/fd, mem or environ) and hold no
 // descriptor on a cgroup file: the Go runtime's cgroup-aware GOMAXPROCS,
 // which would keep the CPU limit files open, is switched off for both
@@ -65,27 +73,23 @@
 //
 // BenchmarkStartDial measures Start up to the first successful Dial of a
 // listener the program opens (the preparation a warm pool pays before a
-// claim). On the development VM (2 vCPU, cgroup v1, go test binary with cgo,
-// so two re-executions of a dynamically linked binary) it is about 13 ms per
-// sandbox (13.2 ms/op over 200 runs, with CPU and memory limits); Close is a
-// few milliseconds more, off the claim path.
+// claim); docs/simulator.md has the figures. Close is a few milliseconds
+// more, off the claim path.
 //
 // # Limits
 //
 //   - Linux only; elsewhere [Available] and [New] return errors.
-//   - As root, the sandbox's root is the host's root with a reduced bounding
-//     set and no host filesystem in view: a guard against accidents and
-//     ordinary commands, not a VM-grade security boundary (no seccomp, no
-//     user namespace, so root and uids inside are the host's and share its
-//     kernel keyring; no devices cgroup, no disk or tmpfs quota, shared
-//     kernel).
+//   - Not a VM-grade boundary: the kernel is shared (a bug reachable
+//     through an allowed call crosses it); there is no devices cgroup and
+//     no I/O limit.
 //   - A Go program inside (the program itself) aborts if it cannot create
 //     a thread, so a sandbox at its pids limit can lose its program; the
 //     limit bounds the host, not the sandbox's own stability.
-//   - Without root, the user namespace maps only the caller's uid and gid (to
-//     root inside), so Spec.User's uid cannot be switched to: commands run as
-//     that mapped root with the user's HOME and USER. Cgroups need delegation
-//     there; pass an empty CgroupParent.
+//   - Without root, the user namespace maps only the caller's uid and gid
+//     (to root inside), so Spec.User's uid cannot be switched to: commands
+//     run as that mapped root with the user's HOME and USER. Cgroups need
+//     delegation there (pass an empty CgroupParent), and the disk bound is
+//     not applied.
 //   - cgroup v2 is implemented (cpu.max, memory.max, pids.max, cgroup.freeze) but was
 //     only tested on cgroup v1 (the development VM).
 package isolate

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -30,6 +31,7 @@ const (
 	stageInit    = "init"    // PID 1: namespace setup, relay, reaper
 	stageProgram = "program" // the init's child: the registered program
 	stageProbe   = "probe"   // Available's trial run
+	stageAttach  = "attach"  // the host's helper placing a sandbox's idmapped views
 )
 
 // File descriptors the host hands to the init, and the init to the program.
@@ -37,6 +39,7 @@ const (
 	fdSpec   = 3 // host → init: the initSpec, JSON
 	fdStatus = 4 // init → host: one initStatus, JSON, then EOF
 	fdRelay  = 5 // host → init: the relay's listening unix socket
+	fdAttach = 6 // attach stage → init, as root: the sandbox directory (SCM_RIGHTS)
 	fdConfig = 3 // init → program: the programEnvelope, JSON, after pivot_root
 	fdReady  = 4 // program → init: one byte once the program's binary is loaded
 )
@@ -58,6 +61,14 @@ type initSpec struct {
 	Program  string
 	Config   []byte
 	Rootless bool
+	// UserNS: the init is in a user namespace (Rootless, or as root with
+	// an id range), so it mounts as an unprivileged overlay and binds the
+	// host's device nodes.
+	UserNS bool
+	// Views: as root, the host attached idmapped views of the trees the
+	// paths below name, and the paths are relative to the sandbox
+	// directory, which the init receives on fdAttach.
+	Views    bool
 	Mounts   []Mount
 	CPUCount int // the program's GOMAXPROCS when > 0
 	TmpfsMiB int // the size of /tmp and of /dev/shm
@@ -82,6 +93,8 @@ func Init() {
 		runProgram()
 	case stageProbe:
 		runProbe()
+	case stageAttach:
+		runAttach()
 	default:
 		fmt.Fprintf(os.Stderr, "isolate: unknown stage %q\n", os.Getenv(envStage))
 	}
@@ -191,7 +204,7 @@ func setUp() (*child, error) {
 		cfgW.Close()
 		return nil, err
 	}
-	if err := shieldFromOOM(c.pid); err != nil {
+	if err := shieldFromOOM(filepath.Join(spec.Merged, "proc"), c.pid); err != nil {
 		readyR.Close()
 		cfgW.Close()
 		return nil, err
@@ -350,13 +363,15 @@ const (
 )
 
 // shieldFromOOM sets the program's OOM score, and the init's where the
-// host allows lowering one.
-func shieldFromOOM(program int) error {
-	p := "/proc/" + strconv.Itoa(program) + "/oom_score_adj"
+// host allows lowering one. proc is the sandbox's own /proc (the pids are
+// its PID namespace's; the host's /proc, still the init's before the
+// pivot, numbers other processes).
+func shieldFromOOM(proc string, program int) error {
+	p := filepath.Join(proc, strconv.Itoa(program), "oom_score_adj")
 	if err := os.WriteFile(p, []byte(strconv.Itoa(programOOMScoreAdj)), 0); err != nil {
 		return fmt.Errorf("set the program's OOM score: %w", err)
 	}
-	err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(initOOMScoreAdj)), 0)
+	err := os.WriteFile(filepath.Join(proc, "1", "oom_score_adj"), []byte(strconv.Itoa(initOOMScoreAdj)), 0)
 	if err != nil && !errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("set the init's OOM score: %w", err)
 	}

@@ -20,9 +20,15 @@ func buildRoot(s *initSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	if s.Views {
+		if err := enterSandboxDir(os.NewFile(fdAttach, "attach")); err != nil {
+			return err
+		}
+	}
+
 	// overlayfs lists lower directories top first, separated by ':'.
 	lower := strings.Join(append(append([]string(nil), s.Layers...), s.RootFS), ":")
-	opts := overlayOptions(lower, s.Upper, s.Work, s.Rootless)
+	opts := overlayOptions(lower, s.Upper, s.Work, s.UserNS)
 	if err := unix.Mount("overlay", s.Merged, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount overlay (%s): %w", opts, err)
 	}
@@ -35,7 +41,7 @@ func buildRoot(s *initSpec) error {
 		}
 	}
 	tmpfsSize := "size=" + strconv.Itoa(s.TmpfsMiB) + "m"
-	if err := mountDev(filepath.Join(s.Merged, "dev"), s.Rootless, tmpfsSize); err != nil {
+	if err := mountDev(filepath.Join(s.Merged, "dev"), s.UserNS, !s.Rootless, tmpfsSize); err != nil {
 		return err
 	}
 	if err := mountProc(filepath.Join(s.Merged, "proc"), filepath.Join(s.Merged, "dev", "null")); err != nil {
@@ -49,9 +55,9 @@ func buildRoot(s *initSpec) error {
 
 // overlayOptions builds the overlay mount data. Inside a user namespace the
 // overlay keeps its metadata in user.* xattrs (trusted.* needs host root).
-func overlayOptions(lower, upper, work string, rootless bool) string {
+func overlayOptions(lower, upper, work string, userns bool) string {
 	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
-	if rootless {
+	if userns {
 		opts += ",userxattr"
 	}
 	return opts
@@ -116,13 +122,13 @@ var devices = []struct {
 // mountDev builds /dev on its own tmpfs. As real root the nodes are made
 // with mknod; in a user namespace mknod is not allowed, so the host's nodes
 // are bind-mounted onto empty files instead.
-func mountDev(dev string, rootless bool, shmSize string) error {
+func mountDev(dev string, userns, ttyGroup bool, shmSize string) error {
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=1m"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	for _, d := range devices {
 		p := filepath.Join(dev, d.name)
-		if rootless {
+		if userns {
 			if err := os.WriteFile(p, nil, 0o666); err != nil {
 				return err
 			}
@@ -145,8 +151,8 @@ func mountDev(dev string, rootless bool, shmSize string) error {
 		return err
 	}
 	ptsOpts := "newinstance,ptmxmode=0666,mode=0620"
-	if !rootless {
-		ptsOpts += ",gid=5" // tty; in a user namespace gid 5 is not mapped
+	if ttyGroup {
+		ptsOpts += ",gid=5" // tty; not mapped in a rootless user namespace
 	}
 	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, ptsOpts); err != nil {
 		return fmt.Errorf("mount /dev/pts: %w", err)

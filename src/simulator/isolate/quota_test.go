@@ -87,7 +87,7 @@ func TestDiskBound(t *testing.T) {
 	if got := mustOut(t, sb, request{Op: "helper", Data: "hello"}); got != "ran" {
 		t.Errorf("a command on a full disk said %q", got)
 	}
-	image := filepath.Join(filepath.Dir(sb.LayerDir()), "..", "disk.img")
+	image := filepath.Join(sb.Dir(), "disk.img")
 	var st unix.Stat_t
 	if err := unix.Stat(image, &st); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestDiskBound(t *testing.T) {
 		t.Errorf("the disk image holds %d bytes of the host's disk, bound %d MiB", used, diskMiB)
 	}
 
-	dir := filepath.Dir(filepath.Dir(sb.LayerDir()))
+	dir := sb.Dir()
 	if err := sb.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,9 @@ type Runtime struct {
 	logger   *slog.Logger
 	cg       *cgroups // nil: no cgroups
 	rootless bool
+	// userns: as root, each sandbox is its own user namespace over a
+	// range of host ids (see userns_linux.go).
+	userns bool
 
 	mu        sync.Mutex
 	sandboxes map[string]*Sandbox
@@ -55,6 +58,7 @@ func New(cfg Config) (*Runtime, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	userns := os.Geteuid() == 0
 	lock, err := lockStateDir(stateDir)
 	if err != nil {
 		return nil, err
@@ -64,6 +68,7 @@ func New(cfg Config) (*Runtime, error) {
 		lock:      lock,
 		logger:    logger,
 		rootless:  os.Geteuid() != 0,
+		userns:    userns,
 		sandboxes: map[string]*Sandbox{},
 	}
 	if cfg.CgroupParent != "" {
@@ -74,6 +79,14 @@ func New(cfg Config) (*Runtime, error) {
 		r.cg.reclaimStale()
 	}
 	return r, nil
+}
+
+// Lookup returns the open sandbox id.
+func (r *Runtime) Lookup(id string) (*Sandbox, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	return s, ok
 }
 
 // HasFreezer reports whether sandboxes of this runtime can be frozen.
@@ -110,6 +123,8 @@ type Sandbox struct {
 	dirFD     int // keeps relayAddr valid when it is a /proc/self/fd path; -1 if unused
 	cmd       *exec.Cmd
 	cg        *cgroup
+	ids       *idRange // the host ids of its user namespace; nil without one
+	disk      *os.File // the bounded disk's detached mount; nil without one
 
 	exited  chan struct{} // closed when the init has been reaped
 	waitErr error
@@ -179,26 +194,38 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		}
 	}()
 
-	s.upper = filepath.Join(s.dir, "upper")
-	work := filepath.Join(s.dir, "work")
 	merged := filepath.Join(s.dir, "root")
 	if err := os.Mkdir(s.dir, 0o700); err != nil {
 		// Close must not remove a directory that is not ours.
 		s.dir = ""
 		return nil, fmt.Errorf("isolate: sandbox dir: %w", err)
 	}
+	// The writable layer's upper and work directories share one
+	// directory: the bounded disk, or a plain one.
+	layer := filepath.Join(s.dir, "layer")
 	if spec.DiskMiB > 0 && r.rootless {
 		// Mounting a filesystem image takes real root, like cgroups do.
 		r.logger.Warn("isolate: not root; the disk bound is not applied", "sandbox", spec.ID)
 	} else if spec.DiskMiB > 0 {
-		disk, err := mountLayerDisk(s.dir, spec.DiskMiB)
-		if err != nil {
+		if s.disk, err = openLayerDisk(s.dir, spec.DiskMiB); err != nil {
 			return nil, err
 		}
-		s.upper, work = filepath.Join(disk, "upper"), filepath.Join(disk, "work")
+		layer = "/proc/self/fd/" + strconv.Itoa(int(s.disk.Fd()))
+	} else if err := os.Mkdir(layer, 0o755); err != nil {
+		return nil, err
 	}
-	for _, d := range []string{s.upper, work, merged} {
+	s.upper = filepath.Join(layer, "upper")
+	for _, d := range []string{s.upper, filepath.Join(layer, "work"), merged} {
 		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// What the init mounts from: the host's paths, or with a user
+	// namespace the idmapped views of them the host hands over.
+	roots := rootSources{Layer: layer, RootFS: rootfs, Layers: layers, Mounts: spec.Mounts}
+	var views []idmappedView
+	if r.userns {
+		if roots, views, err = s.prepareViews(roots); err != nil {
 			return nil, err
 		}
 	}
@@ -251,6 +278,28 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		// Its own session: a terminal's ^C to the host does not reach it.
 		Setsid: true,
 	}
+	var attachSock *os.File
+	if r.userns {
+		// The ids are mapped before the init execs, so that it is root,
+		// with its capabilities, in its namespace.
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
+		idMap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(s.ids.base), Size: idRangeSize}}
+		cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = idMap, idMap
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+		// Mapped is not enough: the init starts as the host's root, which
+		// is nobody in its namespace, until it takes root's ids there.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("isolate: attach socket: %w", err)
+		}
+		attachSock = os.NewFile(uintptr(pair[0]), "attach")
+		initSock := os.NewFile(uintptr(pair[1]), "attach")
+		defer attachSock.Close()
+		defer initSock.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, initSock) // fd 6
+		merged = filepath.Base(merged)                    // relative: the init works from the sandbox directory
+	}
 	if r.rootless {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
@@ -276,11 +325,21 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 			return nil, err
 		}
 	}
+	if r.userns {
+		fds, err := openIdmapped(cmd.Process.Pid, views)
+		if err != nil {
+			return nil, err
+		}
+		if err := attachViews(cmd.Process.Pid, s.dir, views, fds, attachSock); err != nil {
+			return nil, err
+		}
+	}
 	raw, err := json.Marshal(initSpec{
-		ID: spec.ID, Hostname: hostname, RootFS: rootfs, Layers: layers,
-		Upper: s.upper, Work: work, Merged: merged,
+		ID: spec.ID, Hostname: hostname, RootFS: roots.RootFS, Layers: roots.Layers,
+		Upper: filepath.Join(roots.Layer, "upper"), Work: filepath.Join(roots.Layer, "work"), Merged: merged,
 		User: spec.User, Program: spec.Program, Config: spec.Config, CPUCount: spec.CPUCount,
-		Rootless: r.rootless, Mounts: spec.Mounts, TmpfsMiB: spec.tmpfsMiB(),
+		Rootless: r.rootless, UserNS: r.userns || r.rootless, Views: r.userns,
+		Mounts: roots.Mounts, TmpfsMiB: spec.tmpfsMiB(),
 	})
 	if err != nil {
 		return nil, err
@@ -360,9 +419,15 @@ func (s *Sandbox) PID() int {
 
 // LayerDir is the host path of the writable layer (the overlay's upper
 // directory): everything written inside outside /tmp and /dev/shm lands
-// here. Read it only while the sandbox is frozen or closed for a
+// here. With a bounded disk it is a /proc/self/fd path, valid in this
+// process until Close. Read it while the sandbox is frozen for a
 // consistent view; never write it while the sandbox runs.
 func (s *Sandbox) LayerDir() string { return s.upper }
+
+// Dir is the sandbox's directory on the host (StateDir/<id>): its writable
+// layer (or the image of its bounded disk), its relay socket and the
+// mount points of its root. Close removes it.
+func (s *Sandbox) Dir() string { return s.dir }
 
 // RelaySocket is the host path of the relay's unix socket (see Dial).
 func (s *Sandbox) RelaySocket() string { return filepath.Join(s.dir, "relay.sock") }
@@ -435,6 +500,10 @@ func (s *Sandbox) close() error {
 	}
 	if err := s.cg.remove(); err != nil {
 		errs = append(errs, err)
+	}
+	s.ids.release()
+	if s.disk != nil {
+		s.disk.Close()
 	}
 	if s.dirFD >= 0 {
 		unix.Close(s.dirFD)

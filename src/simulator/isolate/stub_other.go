@@ -31,6 +31,9 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	return nil, errUnsupported
 }
 
+// Lookup finds nothing outside Linux.
+func (r *Runtime) Lookup(id string) (*Sandbox, bool) { return nil, false }
+
 // HasFreezer reports false outside Linux.
 func (r *Runtime) HasFreezer() bool { return false }
 
@@ -47,6 +50,7 @@ func (s *Sandbox) Freeze() error                                        { return
 func (s *Sandbox) Thaw() error                                          { return errUnsupported }
 func (s *Sandbox) SaveLayer(dir string) error                           { return errUnsupported }
 func (s *Sandbox) LayerDir() string                                     { return "" }
+func (s *Sandbox) Dir() string                                          { return "" }
 func (s *Sandbox) RelaySocket() string                                  { return "" }
 func (s *Sandbox) Done() <-chan struct{}                                { return nil }
 func (s *Sandbox) Err() error                                           { return errUnsupported }

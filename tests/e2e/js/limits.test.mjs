@@ -4,9 +4,11 @@
 // or bounded, and the sandbox that made it keeps working.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { statfsSync } from 'node:fs'
+import { readdirSync, readFileSync, statfsSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { tmpdir } from 'node:os'
 import { Sandbox } from 'e2b'
+import { env } from './lib.mjs'
 
 // run runs cmd and returns its stdout whatever its exit code.
 async function run(sbx, cmd, opts = {}) {
@@ -116,5 +118,48 @@ test('a 2 GB write stops at the disk bound; full tmpfs mounts get ENOSPC, not de
     assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'running')
   } finally {
     await sbx.kill()
+  }
+})
+
+// initOf finds the host pid of the sandbox's machine init (its argv[0] is
+// isolate-init:<node sandbox id>, whose hex part the e2b id shares).
+function initOf(sandboxId) {
+  const hex = sandboxId.split(/[-_]/).pop()
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]
+      if (argv0.startsWith('isolate-init:') && argv0.endsWith(hex)) return Number(pid)
+    } catch {}
+  }
+  throw new Error(`no machine init for ${sandboxId}`)
+}
+
+test('a sandbox whose machine dies is gone at once, with the reason, and leaves the list', async () => {
+  const sbx = await Sandbox.create()
+  const other = await Sandbox.create()
+  try {
+    // What the kernel's OOM killer or a crashed VMM would do to it.
+    process.kill(initOf(sbx.sandboxId), 'SIGKILL')
+    // The first answer after the death says why (the API then releases
+    // the dead claim, and later answers are a plain 404).
+    const get = () => fetch(`${env('E2B_API_URL')}/sandboxes/${sbx.sandboxId}`, {
+      headers: { 'X-API-Key': env('E2B_API_KEY') },
+    })
+    let res
+    for (let i = 0; i < 100; i++) {
+      res = await get()
+      if (res.status !== 200) break
+      await res.body?.cancel()
+      await sleep(50)
+    }
+    assert.equal(res.status, 404, 'the sandbox still answered 5 s after its machine died')
+    assert.match(await res.text(), /machine failed/)
+    await assert.rejects(Sandbox.getInfo(sbx.sandboxId), /not found/i)
+    const ids = (await Sandbox.list().nextItems()).map((s) => s.sandboxId)
+    assert.ok(!ids.includes(sbx.sandboxId), 'a dead sandbox is still listed')
+    // Its neighbour is untouched.
+    assert.equal((await other.commands.run('echo alive')).stdout.trim(), 'alive')
+  } finally {
+    await Promise.all([sbx.kill().catch(() => {}), other.kill()])
   }
 })

@@ -202,7 +202,7 @@ func TestClaimedSandbox(t *testing.T) {
 		if len(pids) < 3 { // init, program, the web server
 			t.Fatalf("sandbox processes: %v", pids)
 		}
-		dir := filepath.Dir(sb.LayerDir())
+		dir := sb.Dir()
 		if err := sb.Close(); err != nil {
 			t.Fatal(err)
 		}
