@@ -38,7 +38,7 @@ mkdir -p "$gomodcache"
 # under another layout is rebuilt.
 readonly LAYOUT=2
 
-# in_root runs a command chrooted into $1 with /proc, /dev, /sys, the work
+# in_root runs a command with $1 as its root (pivot_root) and /proc, /dev, /sys, the work
 # area, the base root filesystems (read-only) and the colon-separated paths in
 # IN_ROOT_BINDS mounted, all inside a private mount namespace that dies with
 # the command.
@@ -66,13 +66,20 @@ in_root() {
     IFS=: read -ra binds <<<"$ws"
     for b in "${binds[@]}"; do [[ -n "$b" ]] || continue; mkdir -p "$r$b"; mount --bind "$b" "$r$b"; done
     for f in /etc/hosts /etc/resolv.conf; do [[ -e $f ]] && cp -L "$f" "$r$f" 2>/dev/null || true; done
-    exec chroot "$r" "$@"
+    # pivot_root rather than chroot: a chrooted process may not create a
+    # user namespace, and the simulator gives each isolated machine one.
+    mkdir -p "$r/.host-root"
+    cd "$r"
+    pivot_root . .host-root
+    umount -l /.host-root
+    cd /
+    exec "$@"
   ' in_root "$r" "$work" "${IN_ROOT_BINDS:-}" "$rootfs" "$@"
 }
 
 # MOUNTS names the set of mounts in_root makes: a server started under an
 # older set lacks the newer mounts (e.g. /sys), so a change restarts it.
-readonly MOUNTS="root proc dev sys work rootfs"
+readonly MOUNTS="root proc dev sys work rootfs pivot"
 
 # The Bazel command line inside the root.
 bazel_cmd=(/usr/bin/bazel --bazelrc="$rc" --max_idle_secs=10800)

@@ -60,7 +60,8 @@ readonly BAZEL_SUITE=sid
 #    //tools/localcluster): a container runtime, the CNI plugins and the tools
 #    kube-proxy and the bridge plugin call.
 #  - shellcheck, which //tools/lint:shellcheck_test runs on every shell script.
-readonly ROOT_PACKAGES="containerd runc containernetworking-plugins iptables iproute2 conntrack kmod util-linux shellcheck"
+#  - e2fsprogs: mkfs.ext4 makes each isolated machine's bounded disk.
+readonly ROOT_PACKAGES="containerd runc containernetworking-plugins iptables iproute2 conntrack kmod util-linux shellcheck e2fsprogs"
 
 # One provisioning at a time; concurrent invocations wait here. The lock goes
 # with this process, before Bazel starts.
@@ -261,6 +262,11 @@ offline_rc() {
     # which keeps every action's sandbox directory: tens of GB per build of
     # this repository, enough to fill a CI machine's disk.
     echo "build --nosandbox_debug"
+    # Actions and tests run as the root user they are started by, with no
+    # namespace of Bazel's around them: the tests that start isolated
+    # machines make mounts, cgroups, user namespaces and loop devices,
+    # which linux-sandbox's own user namespace would refuse.
+    echo "build --spawn_strategy=processwrapper-sandbox,local"
     if [[ -n "$registry" ]]; then echo "common --repo_env=NPM_CONFIG_REGISTRY=$registry"; fi
     # Tests find the base template's root filesystem here (src/simulator/rootfs).
     # The path is the versioned tree, not the stable link, so a new tree
