@@ -184,7 +184,7 @@ var scenarios = map[string][]string{
 	"default":            nil,
 	"e2b":                e2bSets,
 	"e2b-envd-value":     with(e2bSets, "apiserver.e2b.envdSecret.secretName=", "apiserver.e2b.envdSecret.value=k"),
-	"e2b-full":           with(e2bSets, "apiserver.e2b.envdVersion=0.8.1", "apiserver.e2b.defaultTimeoutSeconds=600", "apiserver.e2b.createLimits.rate=2.5", "apiserver.e2b.createLimits.burst=10", "apiserver.e2b.createLimits.maxSandboxes=0", "apiserver.e2b.templateAliases[0]=base img:1 small", "envdProxy.tlsSecretName=wildcard-tls", "envdProxy.namespace=team-a"),
+	"e2b-full":           with(e2bSets, "apiserver.e2b.envdVersion=0.8.1", "apiserver.e2b.defaultTimeoutSeconds=600", "apiserver.e2b.createLimits.rate=2.5", "apiserver.e2b.createLimits.burst=10", "apiserver.e2b.createLimits.maxSandboxes=0", "apiserver.e2b.createLimits.maxSnapshots=7", "apiserver.e2b.templateAliases[0]=base img:1 small", "envdProxy.tlsSecretName=wildcard-tls", "envdProxy.namespace=team-a"),
 	"no-cert-manager":    {"certManager.enabled=false", "certManager.caBundle=Q0EK"},
 	"no-token-no-driver": {"apiserver.warmPoolDriver=false", "apiserver.sandboxdToken.secretName="},
 	"e2b-builds-dir":     buildsDirSets,
@@ -585,6 +585,8 @@ func TestBuildsWithDirStore(t *testing.T) {
 		"--e2b-build-parallel=2",
 		"--e2b-build-timeout=30m",
 		"--e2b-build-log-lines=10000",
+		"--e2b-build-upload-max-files=1000",
+		"--e2b-build-upload-max-total=10737418240",
 		"--e2b-build-dir=" + defaultBuildDir,
 		"--e2b-build-upload-max=1073741824",
 	})
@@ -629,6 +631,8 @@ func TestBuildsWithDirStore(t *testing.T) {
 		"apiserver.e2b.builds.timeout=1h30m",
 		"apiserver.e2b.builds.logLines=500",
 		"apiserver.e2b.builds.uploadMax=5368709120",
+		"apiserver.e2b.builds.uploadMaxFiles=20",
+		"apiserver.e2b.builds.uploadMaxTotal=0",
 		"apiserver.e2b.builds.dir.mountPath=/data/builds",
 		"apiserver.e2b.builds.affinityTimeoutSeconds=7200")...)
 	assertArgs(t, "build args with every value set", buildArgs(apiserverArgs(t, objs)), []string{
@@ -636,6 +640,8 @@ func TestBuildsWithDirStore(t *testing.T) {
 		"--e2b-build-parallel=4",
 		"--e2b-build-timeout=1h30m",
 		"--e2b-build-log-lines=500",
+		"--e2b-build-upload-max-files=20",
+		"--e2b-build-upload-max-total=0",
 		"--e2b-build-dir=/data/builds",
 		"--e2b-build-upload-max=5368709120",
 	})
@@ -661,6 +667,8 @@ func TestBuildsWithS3Store(t *testing.T) {
 		"--e2b-build-parallel=2",
 		"--e2b-build-timeout=30m",
 		"--e2b-build-log-lines=10000",
+		"--e2b-build-upload-max-files=1000",
+		"--e2b-build-upload-max-total=10737418240",
 		"--e2b-build-store-s3-bucket=template-files",
 		"--e2b-build-store-s3-prefix=prod",
 		"--e2b-build-store-s3-endpoint=https://minio.example.com",
@@ -703,6 +711,8 @@ func TestBuildsWithS3Store(t *testing.T) {
 		"--e2b-build-parallel=2",
 		"--e2b-build-timeout=30m",
 		"--e2b-build-log-lines=10000",
+		"--e2b-build-upload-max-files=1000",
+		"--e2b-build-upload-max-total=10737418240",
 		"--e2b-build-store-s3-bucket=template-files",
 	})
 	d = find(t, objs, "Deployment", "sandbox-apiserver")

@@ -119,6 +119,7 @@ func TestRenderedArgsCarryTheValues(t *testing.T) {
 		"e2b-create-rate":         "2.5",
 		"e2b-create-burst":        "10",
 		"e2b-max-sandboxes":       "0",
+		"e2b-max-snapshots":       "7",
 		"sandboxd-token-file":     "/var/run/sandbox-apiserver/sandboxd-token/token",
 		"inventory-stale-after":   (90 * time.Second).String(),
 	} {
