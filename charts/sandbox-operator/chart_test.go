@@ -184,7 +184,7 @@ var scenarios = map[string][]string{
 	"default":            nil,
 	"e2b":                e2bSets,
 	"e2b-envd-value":     with(e2bSets, "apiserver.e2b.envdSecret.secretName=", "apiserver.e2b.envdSecret.value=k"),
-	"e2b-full":           with(e2bSets, "apiserver.e2b.envdVersion=0.8.1", "apiserver.e2b.defaultTimeoutSeconds=600", "apiserver.e2b.createLimits.rate=2.5", "apiserver.e2b.createLimits.burst=10", "apiserver.e2b.createLimits.maxSandboxes=0", "apiserver.e2b.createLimits.maxSnapshots=7", "apiserver.e2b.templateAliases[0]=base img:1 small", "envdProxy.tlsSecretName=wildcard-tls", "envdProxy.namespace=team-a"),
+	"e2b-full":           with(e2bSets, "apiserver.e2b.envdVersion=0.8.1", "apiserver.e2b.defaultTimeoutSeconds=600", "apiserver.e2b.createLimits.rate=2.5", "apiserver.e2b.createLimits.burst=10", "apiserver.e2b.createLimits.maxSandboxes=0", "apiserver.e2b.createLimits.maxSnapshots=7", "apiserver.e2b.createLimits.maxSnapshotBytes=1073741824", "apiserver.e2b.templateAliases[0]=base img:1 small", "envdProxy.tlsSecretName=wildcard-tls", "envdProxy.namespace=team-a"),
 	"no-cert-manager":    {"certManager.enabled=false", "certManager.caBundle=Q0EK"},
 	"no-token-no-driver": {"apiserver.warmPoolDriver=false", "apiserver.sandboxdToken.secretName="},
 	"e2b-builds-dir":     buildsDirSets,

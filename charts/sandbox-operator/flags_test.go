@@ -120,6 +120,7 @@ func TestRenderedArgsCarryTheValues(t *testing.T) {
 		"e2b-create-burst":        "10",
 		"e2b-max-sandboxes":       "0",
 		"e2b-max-snapshots":       "7",
+		"e2b-max-snapshot-bytes":  "1073741824",
 		"sandboxd-token-file":     "/var/run/sandbox-apiserver/sandboxd-token/token",
 		"inventory-stale-after":   (90 * time.Second).String(),
 	} {

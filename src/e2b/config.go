@@ -65,9 +65,14 @@ type Config struct {
 	MaxSandboxes int
 	// MaxSnapshots caps the snapshots one namespace keeps across the
 	// fleet (each copies a sandbox's disk); a snapshot beyond answers
-	// 429. Zero takes DefaultMaxSnapshots, negative lifts it. sandboxd
-	// reports no checkpoint's size, so there is no byte bound.
+	// 429. Zero takes DefaultMaxSnapshots, negative lifts it.
 	MaxSnapshots int
+	// MaxSnapshotBytes bounds the bytes a namespace's snapshots may hold;
+	// a snapshot that could take it past answers 413. sandboxd reports no
+	// checkpoint's size, so each counts at the most it can hold: its size
+	// tier's disk (sandbox.SizeTier.DiskMiB). Zero takes
+	// DefaultMaxSnapshotBytes, negative lifts it.
+	MaxSnapshotBytes int64
 	// Clock is the process clock (the create rate's too); default the
 	// real one.
 	Clock clock.PassiveClock
@@ -109,6 +114,10 @@ const (
 	// user keeps per sandbox, and far below what fills a node's disk with
 	// copies of writable layers.
 	DefaultMaxSnapshots = 50
+
+	// DefaultMaxSnapshotBytes is 100 GiB: fifty snapshots of small
+	// sandboxes, six of xlarge ones.
+	DefaultMaxSnapshotBytes = 100 << 30
 )
 
 // BuildConfig configures the template build API (--e2b-builds*).
@@ -316,6 +325,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxSnapshots == 0 {
 		c.MaxSnapshots = DefaultMaxSnapshots
+	}
+	if c.MaxSnapshotBytes == 0 {
+		c.MaxSnapshotBytes = DefaultMaxSnapshotBytes
 	}
 	if c.Builds != nil {
 		b := *c.Builds

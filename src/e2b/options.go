@@ -46,6 +46,7 @@ type Options struct {
 	CreateBurst       int
 	MaxSandboxes      int
 	MaxSnapshots      int
+	MaxSnapshotBytes  int64
 	Build             BuildOptions
 }
 
@@ -54,8 +55,8 @@ func NewOptions() *Options {
 	return &Options{
 		BindAddress: DefaultBindAddress, Namespace: DefaultNamespace,
 		CreateRate: DefaultCreateRate, CreateBurst: DefaultCreateBurst, MaxSandboxes: DefaultMaxSandboxes,
-		MaxSnapshots: DefaultMaxSnapshots,
-		Build:        NewBuildOptions(),
+		MaxSnapshots: DefaultMaxSnapshots, MaxSnapshotBytes: DefaultMaxSnapshotBytes,
+		Build: NewBuildOptions(),
 	}
 }
 
@@ -87,6 +88,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Most live (running or paused) sandboxes an API key's namespace (an anonymous caller: one source address) may hold; a create beyond answers 429. 0 lifts the cap.")
 	fs.IntVar(&o.MaxSnapshots, "e2b-max-snapshots", o.MaxSnapshots,
 		"Most snapshots an API key's namespace may keep across the fleet; a snapshot beyond answers 429. 0 lifts the cap.")
+	fs.Int64Var(&o.MaxSnapshotBytes, "e2b-max-snapshot-bytes", o.MaxSnapshotBytes,
+		"Most bytes an API key's namespace's snapshots may hold, each counted at its size tier's disk (sandboxd reports no snapshot's size); a snapshot that could pass it answers 413. 0 lifts the bound.")
 	o.Build.AddFlags(fs)
 }
 
@@ -117,6 +120,9 @@ func (o *Options) Config() (Config, error) {
 	if o.MaxSnapshots < 0 {
 		return Config{}, fmt.Errorf("--e2b-max-snapshots must not be negative, got %d", o.MaxSnapshots)
 	}
+	if o.MaxSnapshotBytes < 0 {
+		return Config{}, fmt.Errorf("--e2b-max-snapshot-bytes must not be negative, got %d", o.MaxSnapshotBytes)
+	}
 	if o.BindAddress == "" {
 		return Config{}, errors.New("--e2b-bind-address must not be empty")
 	}
@@ -128,16 +134,17 @@ func (o *Options) Config() (Config, error) {
 		return Config{}, fmt.Errorf("--e2b-envd-secret-file: %w", err)
 	}
 	cfg := Config{
-		Namespace:      o.Namespace,
-		Domain:         o.Domain,
-		EnvdVersion:    o.EnvdVersion,
-		DefaultTimeout: time.Duration(o.DefaultTimeout) * time.Second,
-		AllowAnonymous: o.AllowAnonymous,
-		EnvdSecret:     secret,
-		CreateRate:     o.CreateRate,
-		CreateBurst:    o.CreateBurst,
-		MaxSandboxes:   o.MaxSandboxes,
-		MaxSnapshots:   o.MaxSnapshots,
+		Namespace:        o.Namespace,
+		Domain:           o.Domain,
+		EnvdVersion:      o.EnvdVersion,
+		DefaultTimeout:   time.Duration(o.DefaultTimeout) * time.Second,
+		AllowAnonymous:   o.AllowAnonymous,
+		EnvdSecret:       secret,
+		CreateRate:       o.CreateRate,
+		CreateBurst:      o.CreateBurst,
+		MaxSandboxes:     o.MaxSandboxes,
+		MaxSnapshots:     o.MaxSnapshots,
+		MaxSnapshotBytes: o.MaxSnapshotBytes,
 	}
 	// A flag's 0 lifts its bound; Config's 0 takes the default.
 	if cfg.CreateRate == 0 {
@@ -148,6 +155,9 @@ func (o *Options) Config() (Config, error) {
 	}
 	if cfg.MaxSnapshots == 0 {
 		cfg.MaxSnapshots = -1
+	}
+	if cfg.MaxSnapshotBytes == 0 {
+		cfg.MaxSnapshotBytes = -1
 	}
 	if cfg.Builds, err = o.Build.Config(secret); err != nil {
 		return Config{}, err

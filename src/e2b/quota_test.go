@@ -1,11 +1,13 @@
 package e2b_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
 // A namespace's snapshots are capped: the one past the cap is 429 with a
@@ -33,6 +35,38 @@ func TestSnapshotCapPerNamespace(t *testing.T) {
 	other := e.create(t, keyB, nil)
 	if r := e.do(t, http.MethodPost, "/sandboxes/"+other.SandboxID+"/snapshots", keyB, map[string]any{}); r.status != http.StatusCreated {
 		t.Fatalf("another namespace's snapshot = %d %s", r.status, r.body)
+	}
+	if r := e.do(t, http.MethodDelete, "/templates/"+first.SnapshotID, keyA, nil); r.status != http.StatusNoContent {
+		t.Fatalf("delete snapshot = %d %s", r.status, r.body)
+	}
+	if r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{}); r.status != http.StatusCreated {
+		t.Fatalf("snapshot after a delete = %d %s", r.status, r.body)
+	}
+}
+
+// A namespace's snapshots are bounded in bytes too, each counted at its
+// size tier's disk (the most it can hold; sandboxd reports no size): past
+// the bound a snapshot is 413 naming it, and a delete frees room.
+func TestSnapshotBytesPerNamespace(t *testing.T) {
+	tier, _ := sandbox.SizeOf(sandbox.DefaultSize)
+	disk := int64(tier.DiskMiB) << 20
+	e := newEnv(t, envOptions{config: func(c *e2b.Config) { c.MaxSnapshotBytes = 2*disk + disk/2 }})
+	sb := e.create(t, keyA, nil)
+	var first struct {
+		SnapshotID string `json:"snapshotID"`
+	}
+	for i := range 2 {
+		r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
+		if r.status != http.StatusCreated {
+			t.Fatalf("snapshot %d = %d %s", i+1, r.status, r.body)
+		}
+		if i == 0 {
+			r.decode(t, &first)
+		}
+	}
+	r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
+	if want := fmt.Sprintf("at most %d bytes", 2*disk+disk/2); r.status != http.StatusRequestEntityTooLarge || !strings.Contains(r.errorMessage(t), want) {
+		t.Fatalf("snapshot past the bytes = %d %s, want 413 naming %q", r.status, r.body, want)
 	}
 	if r := e.do(t, http.MethodDelete, "/templates/"+first.SnapshotID, keyA, nil); r.status != http.StatusNoContent {
 		t.Fatalf("delete snapshot = %d %s", r.status, r.body)

@@ -57,7 +57,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller
 	if !ok {
 		return
 	}
-	unlock, ok := s.admitSnapshot(w, r, c)
+	unlock, ok := s.admitSnapshot(w, r, c, sb.Key)
 	if !ok {
 		return
 	}
