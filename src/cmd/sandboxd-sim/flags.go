@@ -1,16 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
@@ -107,7 +110,9 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.StringVar(&f.ScratchRoot, "scratch-dir", "", "directory for per-sandbox scratch directories (the guests' homes); default a temp directory removed on exit")
 	fs.StringVar(&r.join, "join", "", "comma-separated API addresses (host:port) of nodes of another sandboxd-sim process whose mesh to join; they must share --api-token")
 	fs.DurationVar(&f.GossipInterval, "gossip-interval", gossip.DefaultInterval, "time between gossip rounds with the nodes of other processes")
-	fs.StringVar(&r.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr and never contain tokens)")
+	// OPERATOR_LOG_LEVEL sets the level as it does for every binary of
+	// the project; the flag, when given, wins.
+	fs.StringVar(&r.logLevel, "log-level", cmp.Or(os.Getenv(oplog.LevelEnv), "info"), "log level: debug, info, warn or error (logs go to stderr and never contain tokens); default $"+oplog.LevelEnv+" when set")
 	return fs, o, r
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/oplog"
 )
 
 // writeFile writes content to a new file in a test directory.
@@ -127,6 +130,23 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		if strings.Contains(stderr.String(), "tenant-token-value") || strings.Contains(stderr.String(), "s3cret") {
 			t.Errorf("%q: a secret leaked into stderr: %q", tc.args, stderr.String())
 		}
+	}
+}
+
+// TestLogLevelFromTheEnvironment: OPERATOR_LOG_LEVEL sets the level, as
+// for every binary; --log-level wins; a bad value names the variable's
+// value.
+func TestLogLevelFromTheEnvironment(t *testing.T) {
+	t.Setenv(oplog.LevelEnv, "debug")
+	if o, err := parseFlags(nil); err != nil || o.logLevel != slog.LevelDebug {
+		t.Fatalf("%s=debug: level %v, %v", oplog.LevelEnv, o.logLevel, err)
+	}
+	if o, err := parseFlags([]string{"--log-level=warn"}); err != nil || o.logLevel != slog.LevelWarn {
+		t.Fatalf("--log-level=warn over %s=debug: level %v, %v", oplog.LevelEnv, o.logLevel, err)
+	}
+	t.Setenv(oplog.LevelEnv, "chatty")
+	if _, err := parseFlags(nil); err == nil || !strings.Contains(err.Error(), "chatty") {
+		t.Fatalf("%s=chatty: %v; want an error naming it", oplog.LevelEnv, err)
 	}
 }
 
