@@ -3,6 +3,8 @@ package envdproxy
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // owner is where a sandbox lives and, once read from its node, the
@@ -84,40 +86,19 @@ func (c *ownerCache) drop(id string, o owner) {
 // the leader's answer, so a burst of requests for one unknown id is one
 // ask against the budget and one read per node.
 type flight struct {
-	mu    sync.Mutex
-	calls map[string]*flightCall
-}
-
-type flightCall struct {
-	done chan struct{}
-	val  owner
-	err  error
+	g singleflight.Group
 }
 
 // do runs fn once per key at a time. fn must not depend on any one
-// caller's context; a waiter whose own ctx ends stops waiting.
+// caller's context: it runs to its end however many callers stop
+// waiting, and a waiter whose done closes stops waiting.
 func (f *flight) do(done <-chan struct{}, key string, fn func() (owner, error)) (owner, error) {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[string]*flightCall{}
+	ch := f.g.DoChan(key, func() (any, error) { return fn() })
+	select {
+	case r := <-ch:
+		o, _ := r.Val.(owner)
+		return o, r.Err
+	case <-done:
+		return owner{}, errCallerGone
 	}
-	if c, ok := f.calls[key]; ok {
-		f.mu.Unlock()
-		select {
-		case <-c.done:
-			return c.val, c.err
-		case <-done:
-			return owner{}, errCallerGone
-		}
-	}
-	c := &flightCall{done: make(chan struct{})}
-	f.calls[key] = c
-	f.mu.Unlock()
-
-	c.val, c.err = fn()
-	f.mu.Lock()
-	delete(f.calls, key)
-	f.mu.Unlock()
-	close(c.done)
-	return c.val, c.err
 }

@@ -1,7 +1,6 @@
 package mesh
 
 import (
-	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -10,8 +9,6 @@ type Locator struct {
 	m         *Mesh
 	namespace string
 }
-
-var _ envdproxy.Locator = (*Locator)(nil)
 
 // Locator returns the envdproxy.Locator over this view. Owner answers
 // only for sandboxes whose claim reference is in namespace ("" is every
