@@ -364,27 +364,34 @@ func TestStartErrors(t *testing.T) {
 // first Dial of the program's listener succeeds. Close is not timed.
 func BenchmarkStartDial(b *testing.B) {
 	requireRoot(b)
-	rt := newRuntime(b, true)
-	cfg := []byte(`{"Port":8000,"Tag":"bench"}`)
-	ctx := context.Background()
-	for i := 0; b.Loop(); i++ {
-		sb, err := rt.Start(ctx, isolate.Spec{
-			ID: "bench-" + strconv.Itoa(i), RootFS: rootFS, User: "user",
-			Program: "probe", Config: cfg, CPUCount: 1, MemoryMiB: 256,
+	for _, bench := range []struct {
+		name    string
+		diskMiB int
+	}{{"layer-dir", 0}, {"bounded-disk", 2048}} {
+		b.Run(bench.name, func(b *testing.B) {
+			rt := newRuntime(b, true)
+			cfg := []byte(`{"Port":8000,"Tag":"bench"}`)
+			ctx := context.Background()
+			for i := 0; b.Loop(); i++ {
+				sb, err := rt.Start(ctx, isolate.Spec{
+					ID: "bench-" + strconv.Itoa(i), RootFS: rootFS, User: "user",
+					Program: "probe", Config: cfg, CPUCount: 1, MemoryMiB: 256, DiskMiB: bench.diskMiB,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := dialReady(ctx, sb, port)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+				b.StopTimer()
+				if err := sb.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c, err := dialReady(ctx, sb, port)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.Close()
-		b.StopTimer()
-		if err := sb.Close(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
 	}
 }
 
