@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 )
 
 // startBuild sends req's definition: one RUN step of cmd on base.
@@ -32,7 +34,7 @@ func (e *env) status(t testing.TB, key string, req buildRequested) buildStatus {
 // waitLog waits until the build's log holds want.
 func (e *env) waitLog(t testing.TB, key string, req buildRequested, want string) {
 	t.Helper()
-	waitFor(t, "build log line "+want, func() bool { return strings.Contains(e.status(t, key, req).logText(), want) })
+	poll.Until(t, "build log line "+want, func() bool { return strings.Contains(e.status(t, key, req).logText(), want) })
 }
 
 // upload stores body as one of the template's archives through the

@@ -323,23 +323,6 @@ func newFleet(t testing.TB, f *simfleet.Fleet) *fleet.Fleet {
 	return core
 }
 
-// waitFor polls cond until it holds, failing the test after a minute:
-// for state another process changes, which no channel announces.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(time.Minute)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 func readAll(t testing.TB, resp *http.Response) []byte {
 	t.Helper()
 	raw, err := io.ReadAll(resp.Body)

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -58,24 +60,16 @@ func TestAbandonRetriesUntilTheNodeAnswers(t *testing.T) {
 
 	f.Abandon(sb)
 	node, _ := sandboxd.New(sim.Node(0).Addr(), sandboxd.WithToken(root))
-	for refused.Load() < 2 {
-		if ctx.Err() != nil {
-			t.Fatalf("the release was tried %d times while the node failed, want it retried", refused.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, "the release to be retried while the node fails", func() bool { return refused.Load() >= 2 })
 	if list, err := node.Sandboxes(ctx, "ns/gone"); err != nil || len(list) != 1 {
 		t.Fatalf("while releases fail the node holds %v (%v), want the sandbox still there", list, err)
 	}
 	down.Store(false)
-	for {
+	poll.UntilNil(t, "the abandoned sandbox's release once the node answers", func() error {
 		list, err := node.Sandboxes(ctx, "ns/gone")
-		if err == nil && len(list) == 0 {
-			break
+		if err == nil && len(list) != 0 {
+			err = fmt.Errorf("the node still holds %v", list)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the abandoned sandbox is still claimed after the node answered: %v %v", list, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -106,26 +108,22 @@ func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
 	// The late grant shows up on node 0 and is then released; the retry
 	// stays.
 	sawLate := false
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.UntilNil(t, "node 0 to hold the retry alone, after the late grant", func() error {
 		list, err := node0.Sandboxes(ctx, ref.String())
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if len(list) > 1 {
 			sawLate = true
 		}
-		if sawLate && len(list) == 1 {
-			if !sandbox.SameID(list[0].ID, retry.ID) {
-				t.Fatalf("node 0 kept %s, not the retry %s", list[0].ID, retry.ID)
-			}
-			break
+		if !sawLate || len(list) != 1 {
+			return fmt.Errorf("node 0 holds %d sandboxes under %s (late grant seen: %v)", len(list), ref, sawLate)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 0 holds %d sandboxes under %s (late grant seen: %v); want the retry alone", len(list), ref, sawLate)
+		if !sandbox.SameID(list[0].ID, retry.ID) {
+			t.Fatalf("node 0 kept %s, not the retry %s", list[0].ID, retry.ID)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	node1, _ := sandboxd.New(sim.Node(1).Addr(), sandboxd.WithToken(root))
 	if list, err := node1.Sandboxes(ctx, ref.String()); err != nil || len(list) != 1 {
 		t.Fatalf("node 1 under %s: %v %v, want the first claim", ref, list, err)

@@ -157,18 +157,6 @@ func refresh(t *testing.T, m *mesh.Mesh) {
 	}
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func sorted(s ...string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)

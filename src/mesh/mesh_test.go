@@ -9,6 +9,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/fleet/fleettest"
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -51,23 +52,23 @@ func TestNodeLeavesAndReturns(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	all := sorted(c.addr(0), c.addr(1), c.addr(2))
-	waitFor(t, "all three nodes live", func() bool { return slices.Equal(m.LiveNodes(), all) })
+	poll.Until(t, "all three nodes live", func() bool { return slices.Equal(m.LiveNodes(), all) })
 
 	c.stop(2)
-	waitFor(t, "the stopped node to leave the view", func() bool {
+	poll.Until(t, "the stopped node to leave the view", func() bool {
 		return slices.Equal(m.LiveNodes(), sorted(c.addr(0), c.addr(1)))
 	})
 	c.restart(2)
-	waitFor(t, "the restarted node to come back", func() bool { return slices.Equal(m.LiveNodes(), all) })
+	poll.Until(t, "the restarted node to come back", func() bool { return slices.Equal(m.LiveNodes(), all) })
 
 	// The seed itself goes away and comes back: it is retried forever,
 	// even while no peer names it.
 	c.stop(0)
-	waitFor(t, "the seed to leave the view", func() bool {
+	poll.Until(t, "the seed to leave the view", func() bool {
 		return slices.Equal(m.LiveNodes(), sorted(c.addr(1), c.addr(2)))
 	})
 	c.restart(0)
-	waitFor(t, "the seed to come back", func() bool { return slices.Equal(m.LiveNodes(), all) })
+	poll.Until(t, "the seed to come back", func() bool { return slices.Equal(m.LiveNodes(), all) })
 }
 
 func TestRefreshFindsNoNode(t *testing.T) {

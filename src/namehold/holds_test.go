@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -113,18 +114,6 @@ func acquire(t *testing.T, r *replica, key string) error {
 	return r.Acquire(ctx, key)
 }
 
-// eventually polls cond until it holds or 30 s pass.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	var err error
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if err = cond(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 func TestOneHolderPerNameAcrossReplicas(t *testing.T) {
 	ns := testNamespace(t)
 	a := startReplica(t, ns, "replica-a", DefaultTTL)
@@ -183,7 +172,7 @@ func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 		t.Fatalf("b's release dropped a's hold: %v", err)
 	}
 	a.Release("team/released")
-	eventually(t, "b takes the name a released", func() error { return acquire(t, b, "team/released") })
+	poll.UntilNil(t, "b takes the name a released", func() error { return acquire(t, b, "team/released") })
 
 	// Free removes whoever holds the name: the sandbox was deleted.
 	if err := acquire(t, a, "team/freed"); err != nil {
@@ -199,7 +188,7 @@ func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 		t.Fatalf("c could not take a name b freed, right after Free returned: %v", err)
 	}
 	c.Release("team/freed")
-	eventually(t, "b takes the name it freed", func() error { return acquire(t, b, "team/freed") })
+	poll.UntilNil(t, "b takes the name it freed", func() error { return acquire(t, b, "team/freed") })
 	// a must not renew a hold that was freed under it.
 	time.Sleep(2 * ttl)
 	if err := acquire(t, a, "team/freed"); !errors.Is(err, ErrHeld) {
@@ -220,7 +209,7 @@ func TestHoldsLapseUnlessRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Settle("team/settled")
-	eventually(t, "a settled hold lapses", func() error { return acquire(t, b, "team/settled") })
+	poll.UntilNil(t, "a settled hold lapses", func() error { return acquire(t, b, "team/settled") })
 
 	// Three TTLs later a still holds what it renews.
 	time.Sleep(3 * ttl)
@@ -230,7 +219,7 @@ func TestHoldsLapseUnlessRenewed(t *testing.T) {
 	// A replica that dies stops renewing: its names free within the TTL.
 	died := time.Now()
 	a.stop()
-	eventually(t, "a dead replica's hold lapses", func() error { return acquire(t, b, "team/renewed") })
+	poll.UntilNil(t, "a dead replica's hold lapses", func() error { return acquire(t, b, "team/renewed") })
 	t.Logf("a dead replica's hold was taken %v after it stopped (TTL %v)", time.Since(died).Round(time.Millisecond), ttl)
 }
 
@@ -268,7 +257,7 @@ func TestFullShardRefuses(t *testing.T) {
 		t.Fatalf("a third name in a shard of two: %v, want ErrFull", err)
 	}
 	a.Release(same[0])
-	eventually(t, "a released slot is taken", func() error { return acquire(t, a, same[2]) })
+	poll.UntilNil(t, "a released slot is taken", func() error { return acquire(t, a, same[2]) })
 }
 
 func TestAPIDownFailsClosed(t *testing.T) {

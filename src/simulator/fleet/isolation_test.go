@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
@@ -131,7 +132,7 @@ func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
 		b, _ := os.ReadFile(counter)
 		return strings.Count(string(b), "\n")
 	}
-	waitFor(t, "the counter to run", func() bool { return lines() > 3 })
+	poll.Until(t, "the counter to run", func() bool { return lines() > 3 })
 
 	if err := root.Hibernate(ctxT(t), a.ID); err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
 	if err := root.Wake(ctxT(t), a.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the counter to continue after wake", func() bool { return lines() > frozen })
+	poll.Until(t, "the counter to continue after wake", func() bool { return lines() > frozen })
 
 	children, err := root.Fork(ctxT(t), a.ID, sandboxd.ForkRequest{Count: 1})
 	if err != nil || len(children) != 1 {
@@ -162,7 +163,7 @@ func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
 		if err := root.Release(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the released machine's directory to go", func() bool {
+		poll.Until(t, "the released machine's directory to go", func() bool {
 			_, err := os.Stat(m.Dir())
 			return os.IsNotExist(err)
 		})
@@ -172,7 +173,7 @@ func TestIsolatedHibernateFreezesAndForkCopiesTheDisk(t *testing.T) {
 func getThroughRelay(t *testing.T, root *sandboxd.Client, cl *sandboxd.Claim, port int, path string) string {
 	t.Helper()
 	var body string
-	waitFor(t, "port "+strconv.Itoa(port)+" to answer", func() bool {
+	poll.Until(t, "port "+strconv.Itoa(port)+" to answer", func() bool {
 		conn, err := root.As(cl.Token).DialPort(ctxT(t), cl.ID, port)
 		if err != nil {
 			return false
@@ -191,15 +192,4 @@ func getThroughRelay(t *testing.T, root *sandboxd.Client, cl *sandboxd.Claim, po
 		return true
 	})
 	return body
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -179,7 +180,7 @@ func TestWarmMissOnPooledKeyClonesFromGolden(t *testing.T) {
 	n := startNode(t, cfg)
 	root := client(t, n, rootToken)
 	ctx := ctxT(t)
-	waitFor(t, func() bool {
+	poll.Until(t, "the pool's golden image", func() bool {
 		info, err := root.Info(ctx)
 		if err != nil {
 			return false

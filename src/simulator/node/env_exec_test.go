@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -177,7 +178,7 @@ func TestBufferedExec(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "pid"))
 	pid := strings.TrimSpace(string(raw))
-	waitFor(t, func() bool { _, err := os.Stat("/proc/" + pid); return pid != "" && os.IsNotExist(err) })
+	poll.Until(t, "the command's process to end", func() bool { _, err := os.Stat("/proc/" + pid); return pid != "" && os.IsNotExist(err) })
 
 	// A hibernated sandbox wakes transparently.
 	if err := root.Hibernate(ctx, cl.ID); err != nil {

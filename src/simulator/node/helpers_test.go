@@ -138,18 +138,6 @@ func rawDo(t testing.TB, method, url, token string, body []byte, hdr map[string]
 	return resp.StatusCode, string(b)
 }
 
-// waitFor polls cond until it holds or the test's patience runs out.
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never held")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func dirExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()

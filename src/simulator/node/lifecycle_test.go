@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 )
@@ -225,7 +226,7 @@ func TestBackgroundReaperRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Step(2 * time.Second)
-	waitFor(t, func() bool { return n.Counters().Reaps == 1 })
+	poll.Until(t, "one reap", func() bool { return n.Counters().Reaps == 1 })
 }
 
 func TestIdleHibernate(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
 
@@ -127,19 +128,7 @@ func (c *recordingClock) NewTicker(d time.Duration) clock.Ticker {
 // clock step is sure to reach it.
 func (c *recordingClock) waitForTicker(t *testing.T) {
 	t.Helper()
-	waitFor(t, "the publisher's ticker", c.HasWaiters)
-}
-
-// waitFor polls cond until it holds, failing the test after waitTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, "the publisher's ticker", c.HasWaiters)
 }
 
 func sampleInventory() *v1beta1.NodeInventory {
@@ -425,7 +414,7 @@ func TestRunKeepsPublishingAfterFailures(t *testing.T) {
 	clk.Step(interval) // second attempt: the source fails, nothing is sent
 	// The fake ticker holds one pending tick; wait until the second attempt
 	// has taken it, or the next step's tick would be dropped.
-	waitFor(t, "the second publish attempt", func() bool { return sourceCalls.Load() == 2 })
+	poll.Until(t, "the second publish attempt", func() bool { return sourceCalls.Load() == 2 })
 	clk.Step(interval) // third attempt: the apiserver answers 500 again
 	srv.next(t)
 	clk.Step(interval) // fourth attempt succeeds

@@ -284,15 +284,3 @@ func wantCode(t *testing.T, err error, code connect.Code) {
 		t.Fatalf("got error %v (code %v), want code %v", err, got, code)
 	}
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb"
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb/processpbconnect"
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 )
 
 func TestStartStreamsOutputAndExitCode(t *testing.T) {
@@ -245,7 +246,7 @@ func TestSendSignalKillsTheProcessGroup(t *testing.T) {
 			if o.end.GetExited() || o.end.GetExitCode() != -1 || o.end.GetStatus() != "signal: killed" {
 				t.Errorf("end = %v, want killed by a signal", o.end)
 			}
-			eventually(t, "the backgrounded child to die with its group", func() bool { return gone(child) })
+			poll.Until(t, "the backgrounded child to die with its group", func() bool { return gone(child) })
 
 			// Gone from the table: further signals find nothing.
 			_, err = c.SendSignal(testContext(t), connect.NewRequest(&processpb.SendSignalRequest{
@@ -271,7 +272,7 @@ func TestCloseKillsEverything(t *testing.T) {
 	if !gone(int(pid)) {
 		t.Errorf("after Close: shell %d still in state %q", pid, procState(int(pid)))
 	}
-	eventually(t, "the backgrounded child to die with its group", func() bool { return gone(child) })
+	poll.Until(t, "the backgrounded child to die with its group", func() bool { return gone(child) })
 	// The stream ends once the process is gone.
 	for s.Receive() {
 	}
@@ -296,7 +297,7 @@ func TestCloseKillsBackgroundJobsOfEndedCommands(t *testing.T) {
 		t.Fatalf("background job pid %q, end %v: %v", o.stdout.String(), o.end, err)
 	}
 	// The shell has ended and left the table; its job lives on.
-	eventually(t, "the shell to leave the process table", func() bool {
+	poll.Until(t, "the shell to leave the process table", func() bool {
 		list, err := c.List(testContext(t), connect.NewRequest(&processpb.ListRequest{}))
 		return err == nil && len(list.Msg.GetProcesses()) == 0
 	})
@@ -306,7 +307,7 @@ func TestCloseKillsBackgroundJobsOfEndedCommands(t *testing.T) {
 	if err := f.guest.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	eventually(t, "the background job to die with the guest", func() bool { return gone(child) })
+	poll.Until(t, "the background job to die with the guest", func() bool { return gone(child) })
 }
 
 func TestConnectAttachesToRunningProcess(t *testing.T) {
@@ -441,8 +442,8 @@ func TestClientTimeoutEndsTheProcess(t *testing.T) {
 	for s.Receive() {
 	}
 	// The client's deadline is the command's lifetime (Connect-Timeout-Ms).
-	eventually(t, "the timed-out process to be killed", func() bool { return gone(int(pid)) })
-	eventually(t, "the process to leave the table", func() bool {
+	poll.Until(t, "the timed-out process to be killed", func() bool { return gone(int(pid)) })
+	poll.Until(t, "the process to leave the table", func() bool {
 		l, err := c.List(testContext(t), connect.NewRequest(&processpb.ListRequest{}))
 		return err == nil && len(l.Msg.GetProcesses()) == 0
 	})
