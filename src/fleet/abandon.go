@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // Abandon releases sb in the background: a sandbox the caller claimed but
@@ -27,7 +26,7 @@ func (f *Fleet) Abandon(sb Sandbox) {
 			select {
 			case <-f.done:
 				return
-			case <-time.After(wait):
+			case <-f.cfg.Clock.After(wait):
 			}
 		}
 	})

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
@@ -20,7 +22,9 @@ import (
 
 // TestAbandonRetriesUntilTheNodeAnswers: a sandbox abandoned while its
 // node does not answer releases (a hung node) is released once the node
-// answers again, not left claimed until its lease ends.
+// answers again, not left claimed until its lease ends. The retries wait
+// on the core's clock, a fake one here: each comes when the clock is
+// stepped past its wait, and none before.
 func TestAbandonRetriesUntilTheNodeAnswers(t *testing.T) {
 	const root = "abandon-root"
 	key := baseKey
@@ -46,7 +50,8 @@ func TestAbandonRetriesUntilTheNodeAnswers(t *testing.T) {
 	t.Cleanup(front.Close)
 
 	view := nodesView{{Name: "n", Addr: front.Listener.Addr().String(), Warm: map[sandbox.PoolKey]int{key: 2}}}
-	f, err := fleet.New(fleet.Config{View: view, Token: root, NodeTimeout: time.Second})
+	clk := clocktesting.NewFakeClock(time.Now())
+	f, err := fleet.New(fleet.Config{View: view, Token: root, NodeTimeout: time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +65,22 @@ func TestAbandonRetriesUntilTheNodeAnswers(t *testing.T) {
 
 	f.Abandon(sb)
 	node, _ := sandboxd.New(sim.Node(0).Addr(), sandboxd.WithToken(root))
-	poll.Until(t, "the release to be retried while the node fails", func() bool { return refused.Load() >= 2 })
+	// The first release is tried at once; each retry waits on the clock.
+	poll.Until(t, "the first release", func() bool { return refused.Load() == 1 })
+	for want := int32(2); want <= 3; want++ {
+		poll.Until(t, "the retry to wait on the clock", clk.HasWaiters)
+		if got := refused.Load(); got != want-1 {
+			t.Fatalf("%d releases tried before the clock moved, want %d", got, want-1)
+		}
+		clk.Step(fleet.OrphanMaxWait)
+		poll.Until(t, fmt.Sprintf("release %d", want), func() bool { return refused.Load() == want })
+	}
 	if list, err := node.Sandboxes(ctx, "ns/gone"); err != nil || len(list) != 1 {
 		t.Fatalf("while releases fail the node holds %v (%v), want the sandbox still there", list, err)
 	}
 	down.Store(false)
+	poll.Until(t, "the retry to wait on the clock", clk.HasWaiters)
+	clk.Step(fleet.OrphanMaxWait)
 	poll.UntilNil(t, "the abandoned sandbox's release once the node answers", func() error {
 		list, err := node.Sandboxes(ctx, "ns/gone")
 		if err == nil && len(list) != 0 {

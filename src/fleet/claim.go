@@ -223,7 +223,7 @@ func (f *Fleet) releaseOrphans(addr, ref, attempt string, lease time.Duration) {
 			select {
 			case <-f.done:
 				return
-			case <-time.After(wait):
+			case <-f.cfg.Clock.After(wait):
 			}
 		}
 	})

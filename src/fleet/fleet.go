@@ -40,8 +40,11 @@ type Config struct {
 	// it a claim is pinned to the node chosen (no_redirect), as the
 	// Kubernetes front needs, since it names the node in the Sandbox.
 	FollowRedirects bool
-	Clock           clock.PassiveClock
-	Logger          *slog.Logger
+	// Clock tells the time and times the core's background retries (the
+	// release of an abandoned sandbox, of a possibly orphaned claim);
+	// default the real one.
+	Clock  clock.WithTicker
+	Logger *slog.Logger
 	// Rand drives the node-choice policy; default a randomly seeded one.
 	Rand *rand.Rand
 }

@@ -51,8 +51,9 @@ type Config struct {
 	// Logger receives membership changes; default discards. Tokens are
 	// never logged.
 	Logger *slog.Logger
-	// Clock is the process clock; default the real one.
-	Clock clock.PassiveClock
+	// Clock tells the time and ticks the refreshes; default the real
+	// one.
+	Clock clock.WithTicker
 }
 
 // Mesh is the view of a sandboxd mesh. It is safe for concurrent use.
@@ -136,7 +137,7 @@ func New(cfg Config) (*Mesh, error) {
 // ends. A refresh that reaches no node is logged and retried on the next
 // tick: seeds are never given up.
 func (m *Mesh) Run(ctx context.Context) {
-	t := time.NewTicker(m.cfg.RefreshInterval)
+	t := m.cfg.Clock.NewTicker(m.cfg.RefreshInterval)
 	defer t.Stop()
 	for {
 		if err := m.Refresh(ctx); err != nil && ctx.Err() == nil {
@@ -145,7 +146,7 @@ func (m *Mesh) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
