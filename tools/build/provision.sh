@@ -253,6 +253,10 @@ offline_rc() {
     for s in $STUBS; do
       echo "common --override_module=$s=$work/stubs/$s"
     done
+    # The repository of coverage tools Bazel's own tools name (every query
+    # of rdeps(//..., …) loads it, and `bazel coverage` runs it) is
+    # downloaded from the internet; a stand-in takes its place.
+    echo "common --override_repository=bazel_tools~remote_coverage_tools_extension~remote_coverage_tools=$work/stubs/remote_coverage_tools"
     echo "common --repo_env=GO_REPOSITORY_USE_HOST_CACHE=1"
     echo "common --repo_env=GOMODCACHE=$gomodcache"
     echo "common --repo_env=GOPROXY=off"
