@@ -84,15 +84,23 @@ func storedFiles(t testing.TB, root string) []string {
 	return out
 }
 
+// requestBuildWithUpload requests a build of name as keyA and uploads one
+// archive for it.
+func (e *env) requestBuildWithUpload(t *testing.T, name string) buildRequested {
+	t.Helper()
+	req := e.requestBuild(t, keyA, name)
+	if r := e.upload(t, keyA, req.TemplateID, strings.Repeat("ab", 32), "archive"); r.status != http.StatusOK {
+		t.Fatalf("upload = %d %s", r.status, r.body)
+	}
+	return req
+}
+
 // Deleting a template whose build is blocked in a step cancels the build:
 // its sandbox is released, the template and its uploads are gone.
 func TestDeleteCancelsARunningBuild(t *testing.T) {
 	root := t.TempDir()
 	e := newEnv(t, envOptions{config: withBuildsIn(t, 2, root)})
-	req := e.requestBuild(t, keyA, "endless")
-	if r := e.upload(t, keyA, req.TemplateID, strings.Repeat("ab", 32), "archive"); r.status != http.StatusOK {
-		t.Fatalf("upload = %d %s", r.status, r.body)
-	}
+	req := e.requestBuildWithUpload(t, "endless")
 	if r := e.startBuild(t, keyA, req, "echo step-entered; sleep 600"); r.status != http.StatusAccepted {
 		t.Fatalf("start = %d %s", r.status, r.body)
 	}
@@ -123,10 +131,7 @@ func TestDeleteCancelsARunningBuild(t *testing.T) {
 func TestDeleteFailedBuildTemplate(t *testing.T) {
 	root := t.TempDir()
 	e := newEnv(t, envOptions{config: withBuildsIn(t, 2, root)})
-	req := e.requestBuild(t, keyA, "broken")
-	if r := e.upload(t, keyA, req.TemplateID, strings.Repeat("ab", 32), "archive"); r.status != http.StatusOK {
-		t.Fatalf("upload = %d %s", r.status, r.body)
-	}
+	req := e.requestBuildWithUpload(t, "broken")
 	late := e.do(t, http.MethodGet, "/templates/"+req.TemplateID+"/files/"+strings.Repeat("cd", 32), keyA, nil)
 	var lateLink struct {
 		URL string `json:"url"`
@@ -150,19 +155,8 @@ func TestDeleteFailedBuildTemplate(t *testing.T) {
 	if r := e.do(t, http.MethodDelete, "/templates/"+req.TemplateID, keyA, nil); r.status != http.StatusNotFound {
 		t.Errorf("second delete = %d, want 404", r.status)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	put, err := http.NewRequestWithContext(ctx, http.MethodPut, lateLink.URL, strings.NewReader("late"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := e.http.Do(put)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("PUT to a deleted template's upload link = %d, want 404", resp.StatusCode)
+	if status := e.putLink(t, lateLink.URL, "late"); status != http.StatusNotFound {
+		t.Errorf("PUT to a deleted template's upload link = %d, want 404", status)
 	}
 	if files := storedFiles(t, root); len(files) != 0 {
 		t.Errorf("the deleted template's uploads are still stored: %v", files)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -330,4 +331,22 @@ func readAll(t testing.TB, resp *http.Response) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// putLink PUTs body to an upload link the surface handed out and returns
+// the status.
+func (e *env) putLink(t testing.TB, url, body string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	put, err := http.NewRequestWithContext(ctx, http.MethodPut, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.http.Do(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }

@@ -10,17 +10,15 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
-// A namespace's snapshots are capped: the one past the cap is 429 with a
-// message naming the cap, another namespace still snapshots, and a
-// delete makes room.
-func TestSnapshotCapPerNamespace(t *testing.T) {
-	e := newEnv(t, envOptions{config: func(c *e2b.Config) { c.MaxSnapshots = 2 }})
-	sb := e.create(t, keyA, nil)
+// takeSnapshots snapshots sandbox n times as keyA and returns the first
+// snapshot's id.
+func takeSnapshots(t *testing.T, e *env, sandbox string, n int) string {
+	t.Helper()
 	var first struct {
 		SnapshotID string `json:"snapshotID"`
 	}
-	for i := range 2 {
-		r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
+	for i := range n {
+		r := e.do(t, http.MethodPost, "/sandboxes/"+sandbox+"/snapshots", keyA, map[string]any{})
 		if r.status != http.StatusCreated {
 			t.Fatalf("snapshot %d = %d %s", i+1, r.status, r.body)
 		}
@@ -28,6 +26,16 @@ func TestSnapshotCapPerNamespace(t *testing.T) {
 			r.decode(t, &first)
 		}
 	}
+	return first.SnapshotID
+}
+
+// A namespace's snapshots are capped: the one past the cap is 429 with a
+// message naming the cap, another namespace still snapshots, and a
+// delete makes room.
+func TestSnapshotCapPerNamespace(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *e2b.Config) { c.MaxSnapshots = 2 }})
+	sb := e.create(t, keyA, nil)
+	first := takeSnapshots(t, e, sb.SandboxID, 2)
 	r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
 	if r.status != http.StatusTooManyRequests || !strings.Contains(r.errorMessage(t), "limit of 2 snapshots") {
 		t.Fatalf("snapshot past the cap = %d %s, want 429 naming the cap", r.status, r.body)
@@ -36,7 +44,7 @@ func TestSnapshotCapPerNamespace(t *testing.T) {
 	if r := e.do(t, http.MethodPost, "/sandboxes/"+other.SandboxID+"/snapshots", keyB, map[string]any{}); r.status != http.StatusCreated {
 		t.Fatalf("another namespace's snapshot = %d %s", r.status, r.body)
 	}
-	if r := e.do(t, http.MethodDelete, "/templates/"+first.SnapshotID, keyA, nil); r.status != http.StatusNoContent {
+	if r := e.do(t, http.MethodDelete, "/templates/"+first, keyA, nil); r.status != http.StatusNoContent {
 		t.Fatalf("delete snapshot = %d %s", r.status, r.body)
 	}
 	if r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{}); r.status != http.StatusCreated {
@@ -52,23 +60,12 @@ func TestSnapshotBytesPerNamespace(t *testing.T) {
 	disk := int64(tier.DiskMiB) << 20
 	e := newEnv(t, envOptions{config: func(c *e2b.Config) { c.MaxSnapshotBytes = 2*disk + disk/2 }})
 	sb := e.create(t, keyA, nil)
-	var first struct {
-		SnapshotID string `json:"snapshotID"`
-	}
-	for i := range 2 {
-		r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
-		if r.status != http.StatusCreated {
-			t.Fatalf("snapshot %d = %d %s", i+1, r.status, r.body)
-		}
-		if i == 0 {
-			r.decode(t, &first)
-		}
-	}
+	first := takeSnapshots(t, e, sb.SandboxID, 2)
 	r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{})
 	if want := fmt.Sprintf("at most %d bytes", 2*disk+disk/2); r.status != http.StatusRequestEntityTooLarge || !strings.Contains(r.errorMessage(t), want) {
 		t.Fatalf("snapshot past the bytes = %d %s, want 413 naming %q", r.status, r.body, want)
 	}
-	if r := e.do(t, http.MethodDelete, "/templates/"+first.SnapshotID, keyA, nil); r.status != http.StatusNoContent {
+	if r := e.do(t, http.MethodDelete, "/templates/"+first, keyA, nil); r.status != http.StatusNoContent {
 		t.Fatalf("delete snapshot = %d %s", r.status, r.body)
 	}
 	if r := e.do(t, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/snapshots", keyA, map[string]any{}); r.status != http.StatusCreated {

@@ -2,7 +2,6 @@ package e2b_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -338,30 +337,16 @@ func TestUploadThroughTheSurface(t *testing.T) {
 	if link.Present || !strings.HasPrefix(link.URL, e.url+"/e2b-files/") {
 		t.Fatalf("link %+v, want a URL on the surface", link)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	put, _ := http.NewRequestWithContext(ctx, http.MethodPut, link.URL, strings.NewReader("archive"))
-	resp, err := e.http.Do(put)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT = %d", resp.StatusCode)
+	if status := e.putLink(t, link.URL, "archive"); status != http.StatusOK {
+		t.Fatalf("PUT = %d", status)
 	}
 	e.do(t, http.MethodGet, "/templates/"+req.TemplateID+"/files/"+hash, keyA, nil).decode(t, &link)
 	if !link.Present {
 		t.Fatal("the uploaded archive does not read as present")
 	}
 	// A URL for another archive with this one's signature is refused.
-	forged, _ := http.NewRequestWithContext(ctx, http.MethodPut, strings.Replace(link.URL, hash, strings.Repeat("cd", 32), 1), strings.NewReader("x"))
-	resp, err = e.http.Do(forged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("PUT with a signature of another archive = %d, want 403", resp.StatusCode)
+	if status := e.putLink(t, strings.Replace(link.URL, hash, strings.Repeat("cd", 32), 1), "x"); status != http.StatusForbidden {
+		t.Errorf("PUT with a signature of another archive = %d, want 403", status)
 	}
 }
 
