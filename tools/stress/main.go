@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/tools/gotool"
@@ -42,7 +43,7 @@ func main() {
 	fs := flag.NewFlagSet("stress", flag.ExitOnError)
 	runs := fs.Int("runs", 3, "how many times Bazel runs each test (--runs_per_test)")
 	burners := fs.Int("burners", runtime.NumCPU(), "busy loops kept running beside the tests")
-	targets := fs.String("targets", "//...", "the test targets")
+	targets := fs.String("targets", "//...", "the test target patterns, separated by spaces")
 	out := fs.String("out", "", "also write the Markdown report to this file")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
@@ -58,8 +59,9 @@ func main() {
 
 	stop := burn(*burners)
 	start := time.Now()
-	args := []string{"test", *targets, "--runs_per_test=" + strconv.Itoa(*runs),
-		"--nocache_test_results", "--keep_going", "--test_output=errors"}
+	args := append([]string{"test"}, strings.Fields(*targets)...)
+	args = append(args, "--runs_per_test="+strconv.Itoa(*runs),
+		"--nocache_test_results", "--keep_going", "--test_output=errors")
 	cmd := exec.Command(filepath.Join(root, "tools", "bazel"), args...)
 	cmd.Dir = root
 	var buf bytes.Buffer
