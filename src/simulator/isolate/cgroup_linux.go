@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -327,4 +328,43 @@ func (c *cgroup) remove() error {
 		delete(c.dirs, ctl)
 	}
 	return errors.Join(errs...)
+}
+
+// CheckFrozen verifies that every task of the sandbox (threads included)
+// is frozen, by each task's own state rather than the cgroup's word: the
+// kernel shows a frozen task as in uninterruptible sleep ("D"), whatever
+// it was doing when frozen. It returns an error naming a task that is
+// not, or ErrNoFreezer.
+func (s *Sandbox) CheckFrozen() error {
+	c := s.cg
+	if c == nil || c.freezer == "" {
+		return ErrNoFreezer
+	}
+	tasksFile := "tasks"
+	if c.v2 {
+		tasksFile = "cgroup.threads"
+	}
+	b, err := os.ReadFile(filepath.Join(c.freezer, tasksFile))
+	if err != nil {
+		return fmt.Errorf("isolate: tasks of %s: %w", s.id, err)
+	}
+	ids := strings.Fields(string(b))
+	if len(ids) == 0 {
+		return fmt.Errorf("isolate: sandbox %s has no task", s.id)
+	}
+	for _, id := range ids {
+		stat, err := os.ReadFile("/proc/" + id + "/stat")
+		if err != nil {
+			return fmt.Errorf("isolate: task %s of %s: %w", id, s.id, err)
+		}
+		// The state follows the command, which is in parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return fmt.Errorf("isolate: task %s of %s: unreadable stat", id, s.id)
+		}
+		if state := stat[i+2]; state != 'D' {
+			return fmt.Errorf("isolate: task %s of sandbox %s is in state %c, not frozen", id, s.id, state)
+		}
+	}
+	return nil
 }

@@ -48,6 +48,7 @@ func (s *Sandbox) PID() int                                             { return
 func (s *Sandbox) Dial(ctx context.Context, port int) (net.Conn, error) { return nil, errUnsupported }
 func (s *Sandbox) Freeze() error                                        { return errUnsupported }
 func (s *Sandbox) Thaw() error                                          { return errUnsupported }
+func (s *Sandbox) CheckFrozen() error                                   { return errUnsupported }
 func (s *Sandbox) SaveLayer(dir string) error                           { return errUnsupported }
 func (s *Sandbox) LayerDir() string                                     { return "" }
 func (s *Sandbox) Dir() string                                          { return "" }
