@@ -2,11 +2,14 @@ package gossip_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
@@ -46,20 +49,16 @@ func client(t *testing.T, addr string) *sandboxd.Client {
 func waitPeers(t *testing.T, addr string, want []string) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var got []string
-	for ctx.Err() == nil {
-		var err error
-		if got, err = client(t, addr).Peers(ctx); err == nil {
-			slices.Sort(got)
-			if slices.Equal(got, want) {
-				return
-			}
+	poll.UntilNil(t, "the peers of "+addr, func() error {
+		got, err := client(t, addr).Peers(context.Background())
+		if err != nil {
+			return err
 		}
-		time.Sleep(interval / 2)
-	}
-	t.Fatalf("peers of %s = %v, want %v", addr, got, want)
+		if slices.Sort(got); !slices.Equal(got, want) {
+			return fmt.Errorf("peers %v, want %v", got, want)
+		}
+		return nil
+	})
 }
 
 // TestSeparateFleetsFormOneMesh: fleets that only know one seed of each
@@ -95,20 +94,20 @@ func TestWarmMissRedirectsAcrossProcesses(t *testing.T) {
 	}
 	// Gossip carries a's warm count to b within a few rounds.
 	var resp *sandboxd.ClaimResponse
-	for ctx.Err() == nil {
+	poll.UntilNil(t, "a redirect to the warm node", func() error {
 		var err error
 		resp, err = client(t, b.Addrs()[0]).ClaimNoFollow(ctx, sandboxd.ClaimRequest{Template: tmpl, ClaimRef: "ns/probe"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if resp.IsRedirect() {
-			break
+			return nil
 		}
 		// A cold claim was granted locally before gossip arrived; hand it
 		// back and try again.
 		_ = client(t, b.Addrs()[0]).Release(ctx, resp.ID)
-		time.Sleep(interval)
-	}
+		return errors.New("the claim was granted locally")
+	})
 	if !slices.Equal(resp.Redirect, []string{warm.Addr()}) {
 		t.Fatalf("redirect = %v, want [%s]", resp.Redirect, warm.Addr())
 	}
