@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# tools/build/apt-mirror.sh: sourced by rootfs.sh and rootfs-ci.sh, which
-# both fetch Debian packages from the mirror this machine is configured
-# with; a registry's host name never goes into the repository.
+# tools/build/apt-mirror.sh: sourced by provision.sh, rootfs.sh and
+# rootfs-ci.sh, which all fetch Debian packages from the mirror this
+# machine is configured with; a registry's host name never goes into the
+# repository.
 
 # apt_mirror prints the host's Debian mirror, the first non-security URI of
 # its apt sources (deb822 .sources files, then one-line .list files). The

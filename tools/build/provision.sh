@@ -71,15 +71,9 @@ flock 9
 goproxy=$(go env GOPROXY)
 export GOFLAGS=-mod=mod
 
-# apt_mirror prints the host's Debian mirror, taken from its own apt sources.
-apt_mirror() {
-  local uri
-  uri=$( { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}';
-           grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'; } |
-         grep -v -- '-security' | head -n1 )
-  [[ -n "$uri" ]] || die "no Debian mirror found in the host's apt sources"
-  printf '%s\n' "$uri"
-}
+# apt_mirror (the host's Debian mirror) is the rootfs scripts' too.
+# shellcheck source=tools/build/apt-mirror.sh
+. "$ws/tools/build/apt-mirror.sh"
 
 provision_root() {
   [[ -f "$root/.complete-$LAYOUT" ]] && return 0
