@@ -18,7 +18,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 
 api_paths="./src/apis/..."
-api_dir="src/apis/sandbox/v1beta1"
+api_dir="src/apis/nodeinventory/v1beta1"
 crd_dir="charts/sandbox-operator/crds"
 header="tools/boilerplate.go.txt"
 

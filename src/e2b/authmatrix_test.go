@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
-	"github.com/cocoonstack/sandbox-operator/src/e2b/e2btest"
+	"github.com/cocoonstack/sandbox-operator/src/internal/e2btest"
 )
 
 // TestAuthMatrix sends every route the surface lists, with the build API

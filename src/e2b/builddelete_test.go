@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // startBuild sends req's definition: one RUN step of cmd on base.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
-	"github.com/cocoonstack/sandbox-operator/src/envdproxy/envdproxytest"
+	"github.com/cocoonstack/sandbox-operator/src/internal/envdproxytest"
 )
 
 // TestAuthMatrix addresses a sandbox in each of the proxy's ways, on

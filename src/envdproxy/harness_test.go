@@ -27,9 +27,9 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/echo"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const (
@@ -96,7 +96,7 @@ type envOptions struct {
 // http.Server on loopback with the binary's protocol set.
 type env struct {
 	t     testing.TB
-	fleet *fleet.Fleet
+	fleet *simfleet.Fleet
 	loc   *mapLocator
 	clock *clocktesting.FakeClock
 	proxy *envdproxy.Proxy
@@ -111,13 +111,13 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.nodes == 0 {
 		o.nodes = 2
 	}
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes:        o.nodes,
 		RootToken:    rootToken,
 		Pools:        []sandboxd.PoolSpec{{Template: tmpl, Warm: 2}},
 		RefillDelay:  time.Millisecond,
 		EchoPorts:    []int{echoPort},
-		Envd:         &fleet.EnvdConfig{Secret: envdSecret},
+		Envd:         &simfleet.EnvdConfig{Secret: envdSecret},
 		Guests:       testGuests(),
 		ReapInterval: time.Hour,
 	})

@@ -8,7 +8,7 @@
 //
 // A View says which nodes exist, which pools they keep warm and which
 // sandboxes they hold. sandbox-apiserver's view is the NodeInventory
-// informer with its own recent writes laid over it (src/sandboxes);
+// informer with its own recent writes laid over it (src/apiserver/backend);
 // sandbox-e2b's is the gossip-discovered mesh (src/mesh). The Fleet owns
 // everything else: the node-choice policy (see Order), the claim
 // protocol, error classes, and telling the view what this process changed

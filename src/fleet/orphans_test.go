@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )

@@ -7,9 +7,9 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/internal/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
-	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
 )
 
 // fill publishes total sandboxes over 20 nodes in 50 namespaces and waits

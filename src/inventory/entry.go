@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
-	"github.com/cocoonstack/sandbox-operator/src/fleet/fleettest"
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/internal/fleettest"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"

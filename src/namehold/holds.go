@@ -38,7 +38,7 @@ const (
 	// freeing a dead replica's names within a minute.
 	DefaultTTL = 60 * time.Second
 	// DefaultMaxKeep bounds how long a replica renews one hold, in case the
-	// create it guards is never confirmed: twice sandboxes.DefaultRecentTTL.
+	// create it guards is never confirmed: twice backend.DefaultRecentTTL.
 	DefaultMaxKeep = 2 * time.Minute
 	// DefaultRequestTimeout bounds each call to the Kubernetes API.
 	DefaultRequestTimeout = 10 * time.Second

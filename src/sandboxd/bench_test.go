@@ -6,14 +6,14 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // benchFleet is one simulated node whose pool refills instantly, so every
 // claim in the loop is a warm hit.
 func benchFleet(b *testing.B) *sandboxd.Client {
 	b.Helper()
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		RootToken: "bench-root",
 		Pools:     []sandboxd.PoolSpec{{Template: "base:24.04", Warm: 256}},
 		EchoPorts: []int{},

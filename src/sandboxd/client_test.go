@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -93,7 +93,7 @@ func TestResponseBodiesAreBounded(t *testing.T) {
 }
 
 func TestCallsHonourContextDeadlines(t *testing.T) {
-	f, err := fleet.Start(context.Background(), fleet.Config{RootToken: "root", ColdProvisionDelay: time.Hour})
+	f, err := simfleet.Start(context.Background(), simfleet.Config{RootToken: "root", ColdProvisionDelay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // labels is n pairs k00, k01, … all holding value.
@@ -245,7 +245,7 @@ func TestClaimRedirectResendsMetadata(t *testing.T) {
 // redirected and lands, labels and all, where the pool is; a checkpoint
 // claim likewise.
 func TestMetadataAcrossTheMesh(t *testing.T) {
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: 2, RootToken: templateRoot,
 		Customize: func(i int, cfg *node.Config) {
 			if i == 1 {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const (
@@ -25,9 +25,9 @@ const (
 	templateBase   = "base:24.04"
 )
 
-func startTemplateFleet(t *testing.T, nodes int) *fleet.Fleet {
+func startTemplateFleet(t *testing.T, nodes int) *simfleet.Fleet {
 	t.Helper()
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: nodes, RootToken: templateRoot,
 		Tenants: []node.Tenant{{Name: "team", Token: templateTenant}},
 		Pools:   []sandboxd.PoolSpec{{Template: templateBase, Warm: 1}},

@@ -9,15 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // WaitFleetPublished waits until every node of f has a NodeInventory,
 // read through client, that lists at least minPools pools, each full, so
 // the first create finds the capacity the fleet was started with. ctx
 // bounds the wait.
-func WaitFleetPublished(ctx context.Context, client dynamic.Interface, f *fleet.Fleet, minPools int) error {
+func WaitFleetPublished(ctx context.Context, client dynamic.Interface, f *simfleet.Fleet, minPools int) error {
 	api := client.Resource(v1beta1.NodeInventoryGVR)
 	last := "nothing published"
 	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {

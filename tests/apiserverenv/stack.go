@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -19,7 +19,7 @@ type StackOptions struct {
 	DirPrefix string
 	// Fleet configures the simulated nodes; StartStack sets RootToken
 	// and publishes to the cluster every PublishInterval.
-	Fleet           fleet.Config
+	Fleet           simfleet.Config
 	PublishInterval time.Duration
 	// Server configures sandbox-apiserver; StartStack sets Binary, Dir and
 	// SandboxdTokenFile.
@@ -38,7 +38,7 @@ type StackOptions struct {
 type Stack struct {
 	Dir     string
 	Cluster *cluster.Cluster
-	Fleet   *fleet.Fleet
+	Fleet   *simfleet.Fleet
 	Server  *Server
 	// RootToken is the fleet's sandboxd root token.
 	RootToken string
@@ -88,8 +88,8 @@ func StartStack(o StackOptions) (_ *Stack, err error) {
 	s.RootToken = token
 	fc := o.Fleet
 	fc.RootToken = token
-	fc.Publish = &fleet.PublishConfig{Client: s.Cluster.Dynamic(), Interval: o.PublishInterval}
-	if s.Fleet, err = fleet.Start(context.Background(), fc); err != nil {
+	fc.Publish = &simfleet.PublishConfig{Client: s.Cluster.Dynamic(), Interval: o.PublishInterval}
+	if s.Fleet, err = simfleet.Start(context.Background(), fc); err != nil {
 		return nil, fmt.Errorf("start fleet: %w", err)
 	}
 	so := o.Server

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -14,7 +14,7 @@ import (
 // stopping them in that order leaves none of them complaining about a peer
 // that went first. A nil part was never started and is skipped, so a
 // caller that failed half way through starting can tear down what it has.
-func Teardown(s *Server, f *fleet.Fleet, c *cluster.Cluster) error {
+func Teardown(s *Server, f *simfleet.Fleet, c *cluster.Cluster) error {
 	var errs []error
 	if s != nil {
 		errs = append(errs, s.Stop())

@@ -22,7 +22,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
@@ -93,7 +93,7 @@ type Env struct {
 	opts envOptions
 
 	cluster *cluster.Cluster
-	fleet   *fleet.Fleet
+	fleet   *simfleet.Fleet
 	server  *apiserverenv.Server
 
 	// kubeAPIServerPID is the kube-apiserver's pid, 0 if it was not found.
@@ -226,8 +226,8 @@ func startEnv(ctx context.Context, opts envOptions) (_ *Env, err error) {
 
 // startFleet starts opts.nodes simulated nodes, each with a warm pool of
 // templateBase on both lanes, publishing every publishInterval.
-func startFleet(client dynamic.Interface, opts envOptions, token string, envdSecret []byte) (*fleet.Fleet, error) {
-	f, err := fleet.Start(context.Background(), fleet.Config{
+func startFleet(client dynamic.Interface, opts envOptions, token string, envdSecret []byte) (*simfleet.Fleet, error) {
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes:     opts.nodes,
 		RootToken: token,
 		EchoPorts: []int{},
@@ -239,8 +239,8 @@ func startFleet(client dynamic.Interface, opts envOptions, token string, envdSec
 		MaxClaims:        max(1000, 4*opts.warm*opts.nodes),
 		RefillDelay:      0,
 		EgressAttachment: true,
-		Envd:             &fleet.EnvdConfig{Secret: envdSecret},
-		Publish:          &fleet.PublishConfig{Client: client, Interval: publishInterval},
+		Envd:             &simfleet.EnvdConfig{Secret: envdSecret},
+		Publish:          &simfleet.PublishConfig{Client: client, Interval: publishInterval},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start fleet: %w", err)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
 

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
-
 	"context"
 	"fmt"
 	"sync"
@@ -13,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry"
 )
 
 // memBackend is an in-memory registry.Backend: a test double for the backend
@@ -22,10 +20,10 @@ import (
 // backend's, and records the subresource calls it receives.
 type memBackend struct {
 	mu       sync.Mutex
-	rev      sandboxes.Revision
+	rev      registry.Revision
 	items    map[string]*agentsv1beta1.Sandbox
-	history  []sandboxes.Event
-	oldest   sandboxes.Revision // history starts after this revision
+	history  []registry.Event
+	oldest   registry.Revision // history starts after this revision
 	watchers map[*memWatcher]struct{}
 
 	// failures maps an operation name to the error it answers next.
@@ -43,7 +41,7 @@ type forkCall struct {
 
 type memWatcher struct {
 	namespace string
-	ch        chan sandboxes.Event
+	ch        chan registry.Event
 }
 
 var _ registry.Backend = &memBackend{}
@@ -112,11 +110,11 @@ func (b *memBackend) Get(_ context.Context, ns, name string) (*agentsv1beta1.San
 
 // ListPage ignores paging: the server tests page through the real
 // backend (tests/integration/apiserver) and the storage's own tests.
-func (b *memBackend) ListPage(_ context.Context, ns string, opts sandboxes.ListOptions) (sandboxes.ListResult, error) {
+func (b *memBackend) ListPage(_ context.Context, ns string, opts registry.ListOptions) (registry.ListResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("list"); err != nil {
-		return sandboxes.ListResult{}, err
+		return registry.ListResult{}, err
 	}
 	var out []agentsv1beta1.Sandbox
 	for _, sb := range b.items {
@@ -124,20 +122,20 @@ func (b *memBackend) ListPage(_ context.Context, ns string, opts sandboxes.ListO
 			out = append(out, *sb.DeepCopy())
 		}
 	}
-	return sandboxes.ListResult{Items: out, Revision: b.rev}, nil
+	return registry.ListResult{Items: out, Revision: b.rev}, nil
 }
 
-func (b *memBackend) Watch(ctx context.Context, ns string, from sandboxes.Revision) (<-chan sandboxes.Event, error) {
+func (b *memBackend) Watch(ctx context.Context, ns string, from registry.Revision) (<-chan registry.Event, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("watch"); err != nil {
 		return nil, err
 	}
-	w := &memWatcher{namespace: ns, ch: make(chan sandboxes.Event, 1024)}
+	w := &memWatcher{namespace: ns, ch: make(chan registry.Event, 1024)}
 	if from == 0 {
 		for _, sb := range b.items {
 			if ns == "" || sb.Namespace == ns {
-				w.ch <- sandboxes.Event{Type: sandboxes.Added, Sandbox: sb.DeepCopy(), Revision: b.rev}
+				w.ch <- registry.Event{Type: registry.Added, Sandbox: sb.DeepCopy(), Revision: b.rev}
 			}
 		}
 	} else {
@@ -164,8 +162,8 @@ func (b *memBackend) Watch(ctx context.Context, ns string, from sandboxes.Revisi
 }
 
 // record must be called with mu held.
-func (b *memBackend) record(t sandboxes.EventType, sb *agentsv1beta1.Sandbox) {
-	ev := sandboxes.Event{Type: t, Sandbox: sb.DeepCopy(), Revision: b.rev}
+func (b *memBackend) record(t registry.EventType, sb *agentsv1beta1.Sandbox) {
+	ev := registry.Event{Type: t, Sandbox: sb.DeepCopy(), Revision: b.rev}
 	b.history = append(b.history, ev)
 	for w := range b.watchers {
 		if w.namespace != "" && w.namespace != sb.Namespace {
@@ -181,7 +179,7 @@ func (b *memBackend) record(t sandboxes.EventType, sb *agentsv1beta1.Sandbox) {
 }
 
 // put stores sb as a new or changed sandbox; mu must be held.
-func (b *memBackend) put(sb *agentsv1beta1.Sandbox, t sandboxes.EventType) *agentsv1beta1.Sandbox {
+func (b *memBackend) put(sb *agentsv1beta1.Sandbox, t registry.EventType) *agentsv1beta1.Sandbox {
 	b.rev++
 	sb.ResourceVersion = fmt.Sprint(uint64(b.rev))
 	b.items[key(sb.Namespace, sb.Name)] = sb
@@ -198,7 +196,7 @@ func (b *memBackend) Create(_ context.Context, in *agentsv1beta1.Sandbox) (*agen
 	if _, ok := b.items[key(in.Namespace, in.Name)]; ok {
 		return nil, apierrors.NewAlreadyExists(agentsv1beta1.Resource("sandboxes"), in.Name)
 	}
-	return b.put(claimed(in.DeepCopy(), "node-a"), sandboxes.Added), nil
+	return b.put(claimed(in.DeepCopy(), "node-a"), registry.Added), nil
 }
 
 // claimed fills in what a node reports about a fresh claim.
@@ -228,7 +226,7 @@ func (b *memBackend) Delete(_ context.Context, ns, name string) (*agentsv1beta1.
 	delete(b.items, key(ns, name))
 	b.rev++
 	sb.ResourceVersion = fmt.Sprint(uint64(b.rev))
-	b.record(sandboxes.Deleted, sb)
+	b.record(registry.Deleted, sb)
 	return sb.DeepCopy(), nil
 }
 
@@ -244,7 +242,7 @@ func (b *memBackend) setPhase(op, ns, name, phase string) (*agentsv1beta1.Sandbo
 	}
 	sb = sb.DeepCopy()
 	sb.Annotations["sandbox.cocoonstack.io/phase"] = phase
-	return b.put(sb, sandboxes.Modified), nil
+	return b.put(sb, registry.Modified), nil
 }
 
 func (b *memBackend) Pause(_ context.Context, ns, name string) (*agentsv1beta1.Sandbox, error) {
@@ -272,12 +270,12 @@ func (b *memBackend) Fork(_ context.Context, ns, name string, count int, ttlSeco
 		child.Namespace = ns
 		child.Name = fmt.Sprintf("%s-fork-%d", name, i)
 		child.Labels = parent.Labels
-		children = append(children, *b.put(claimed(child, parent.Status.NodeName), sandboxes.Added))
+		children = append(children, *b.put(claimed(child, parent.Status.NodeName), registry.Added))
 	}
 	return children, nil
 }
 
-func (b *memBackend) Snapshot(_ context.Context, ns, name, snapshotName string) (*sandboxes.SnapshotResult, error) {
+func (b *memBackend) Snapshot(_ context.Context, ns, name, snapshotName string) (*registry.SnapshotResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.takeFailure("snapshot"); err != nil {
@@ -288,5 +286,5 @@ func (b *memBackend) Snapshot(_ context.Context, ns, name, snapshotName string) 
 	if !ok {
 		return nil, notFound(name)
 	}
-	return &sandboxes.SnapshotResult{ID: "ck_0001", Name: snapshotName, Node: sb.Status.NodeName, CreatedAt: "2030-01-01T00:00:00Z"}, nil
+	return &registry.SnapshotResult{ID: "ck_0001", Name: snapshotName, Node: sb.Status.NodeName, CreatedAt: "2030-01-01T00:00:00Z"}, nil
 }

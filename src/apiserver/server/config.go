@@ -14,7 +14,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/openapi"
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry"
 )
 
 // Title names the server in its OpenAPI documents.

@@ -8,7 +8,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api"
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry"
 )
 
 // New builds the server with sandboxes and their subresources installed.

@@ -27,16 +27,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	registry "github.com/cocoonstack/sandbox-operator/src/apiserver/registry/sandbox"
+	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/backend"
+	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/internal/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
-	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/namehold"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/sandboxes"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 )
@@ -82,7 +82,7 @@ func newOptions() *options {
 		inventory:            inventory.NewOptions(),
 		enableWarmPoolDriver: true,
 		nameHoldTTL:          namehold.DefaultTTL,
-		nodeTimeout:          sandboxes.DefaultNodeTimeout,
+		nodeTimeout:          backend.DefaultNodeTimeout,
 		e2b:                  e2b.NewOptions(),
 	}
 }
@@ -142,7 +142,7 @@ func (o *options) validate() error {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
+	logger, err := logging.FromEnv(stderr, os.Getenv(logging.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-apiserver: %v\n", err)
 		return serve.ExitUsage
@@ -267,7 +267,7 @@ type fleet struct {
 	store     *inventory.Store
 	names     *namehold.Holds
 	peers     *peerSharing
-	service   *sandboxes.Service
+	service   *backend.Service
 	backend   registry.Backend
 }
 
@@ -277,7 +277,7 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
 	if err := informer.SetTransform(inventory.Compact); err != nil {
 		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
 	}
@@ -308,13 +308,13 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	svcConfig := sandboxes.Config{
+	svcConfig := backend.Config{
 		Inventory: store, Token: token, Names: names, NodeTimeout: o.nodeTimeout, Logger: logger,
 	}
 	if peers != nil {
 		svcConfig.Peers = peers.sharer
 	}
-	service, err := sandboxes.New(svcConfig)
+	service, err := backend.New(svcConfig)
 	if err != nil {
 		return nil, fmt.Errorf("building the sandboxes service: %w", err)
 	}

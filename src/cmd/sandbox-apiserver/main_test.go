@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 )
 
 func TestUnknownLogLevelFailsStartup(t *testing.T) {
-	t.Setenv(oplog.LevelEnv, "chatty")
+	t.Setenv(logging.LevelEnv, "chatty")
 	var stderr bytes.Buffer
 	if code := run([]string{"--help"}, io.Discard, &stderr); code != 2 {
 		t.Errorf("exit code = %d, want 2", code)
@@ -69,7 +69,7 @@ func TestFlags(t *testing.T) {
 }
 
 func TestInvalidFlagsFailStartup(t *testing.T) {
-	t.Setenv(oplog.LevelEnv, "error")
+	t.Setenv(logging.LevelEnv, "error")
 	for _, args := range [][]string{
 		{"--etcd-servers=http://127.0.0.1:2379"},
 		{"--inventory-stale-after=0s"},
@@ -90,7 +90,7 @@ func TestInvalidFlagsFailStartup(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	t.Setenv(oplog.LevelEnv, "")
+	t.Setenv(logging.LevelEnv, "")
 	var stdout bytes.Buffer
 	if code := run([]string{"--help"}, &stdout, io.Discard); code != 0 {
 		t.Fatalf("--help exit code = %d", code)
@@ -111,7 +111,7 @@ func writeFile(t *testing.T, content string) string {
 }
 
 func TestE2BStartupValidation(t *testing.T) {
-	t.Setenv(oplog.LevelEnv, "error")
+	t.Setenv(logging.LevelEnv, "error")
 	secret := writeFile(t, "s3cr3t-value\n")
 	keys := writeFile(t, "key1 team-a\n")
 	for _, tc := range []struct {

@@ -18,15 +18,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
-	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const (
@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// One writer lock keeps request lines and log records whole.
 	var mu sync.Mutex
 	errOut := &lockedWriter{w: stderr, mu: &mu}
-	logger, err := oplog.FromEnv(errOut, os.Getenv(oplog.LevelEnv))
+	logger, err := logging.FromEnv(errOut, os.Getenv(logging.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b-local: %v\n", err)
 		return serve.ExitUsage
@@ -109,16 +109,16 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 			sandboxd.PoolSpec{Template: e2b.CodeInterpreterImage, Net: sandbox.DefaultNet, Warm: o.codeInterpreterWarm})
 		aliases[e2b.CodeInterpreterAlias] = e2b.Template{Image: e2b.CodeInterpreterImage, Size: sandbox.DefaultSize}
 	}
-	var isolation *fleet.IsolationConfig
+	var isolation *simfleet.IsolationConfig
 	if o.unisolated {
 		logger.Warn("--unisolated: sandboxes are ordinary processes of this user on this host; their commands run here and nothing isolates them from the host or from each other")
 	} else {
-		if isolation, err = fleet.NewIsolation("", fmt.Sprintf("sandbox-operator-e2b-local-%d", os.Getpid()), logger); err != nil {
+		if isolation, err = simfleet.NewIsolation("", fmt.Sprintf("sandbox-operator-e2b-local-%d", os.Getpid()), logger); err != nil {
 			return fmt.Errorf("sandboxes cannot be isolated on this machine: %w; pass --unisolated to run them as processes of this user instead", err)
 		}
 		defer func() { _ = isolation.Close() }()
 	}
-	f, err := fleet.Start(context.WithoutCancel(ctx), fleet.Config{
+	f, err := simfleet.Start(context.WithoutCancel(ctx), simfleet.Config{
 		Isolation:          isolation,
 		Nodes:              o.nodes,
 		ListenHost:         "127.0.0.1",
@@ -128,7 +128,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		RefillDelay:        o.refillDelay,
 		ColdProvisionDelay: o.coldDelay,
 		MaxTTL:             sandboxd.MaxTTL,
-		Envd:               &fleet.EnvdConfig{Secret: secret},
+		Envd:               &simfleet.EnvdConfig{Secret: secret},
 		Volumes:            o.volumeCatalog,
 		Logger:             logger.With("component", "sandboxd-sim"),
 		Customize: func(i int, cfg *node.Config) {
@@ -170,7 +170,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		return err
 	}
 	defer dropBuilds()
-	cfg := e2bmesh.Config{
+	cfg := app.Config{
 		E2B: e2b.Config{
 			Namespace:      namespace,
 			Domain:         o.domain,
@@ -192,7 +192,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		ProxyLimits:     o.dataPlaneLimits,
 		Wrap:            wrap,
 	}
-	p, err := e2bmesh.Start(ctx, cfg, logger)
+	p, err := app.Start(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
-	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -70,7 +70,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 
 // config validates the options and reads the files they name. Each error
 // names the flag that fixes it.
-func (o *options) config() (e2bmesh.Config, error) {
+func (o *options) config() (app.Config, error) {
 	var seeds []string
 	for _, s := range o.Sandboxd {
 		if s = strings.TrimSpace(s); s != "" {
@@ -78,40 +78,40 @@ func (o *options) config() (e2bmesh.Config, error) {
 		}
 	}
 	if len(seeds) == 0 {
-		return e2bmesh.Config{}, errors.New("--sandboxd: at least one seed node address is required")
+		return app.Config{}, errors.New("--sandboxd: at least one seed node address is required")
 	}
 	token, err := o.SandboxdToken.Load()
 	if err != nil {
-		return e2bmesh.Config{}, fmt.Errorf("--sandboxd-token-file: %w", err)
+		return app.Config{}, fmt.Errorf("--sandboxd-token-file: %w", err)
 	}
 	if token == "" {
-		return e2bmesh.Config{}, errors.New("set --sandboxd-token-file (or --sandboxd-token): the surface reads claim tokens and runs lifecycle verbs with the nodes' root api_token")
+		return app.Config{}, errors.New("set --sandboxd-token-file (or --sandboxd-token): the surface reads claim tokens and runs lifecycle verbs with the nodes' root api_token")
 	}
 	if o.MeshRefreshInterval <= 0 {
-		return e2bmesh.Config{}, fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.MeshRefreshInterval)
+		return app.Config{}, fmt.Errorf("--mesh-refresh-interval: %v must be positive", o.MeshRefreshInterval)
 	}
 	if o.MeshNodeTimeout <= 0 {
-		return e2bmesh.Config{}, fmt.Errorf("--mesh-node-timeout: %v must be positive", o.MeshNodeTimeout)
+		return app.Config{}, fmt.Errorf("--mesh-node-timeout: %v must be positive", o.MeshNodeTimeout)
 	}
 	if (o.EnvdProxyTLSCertFile == "") != (o.EnvdProxyTLSKeyFile == "") {
-		return e2bmesh.Config{}, errors.New("--envd-proxy-tls-cert-file and --envd-proxy-tls-private-key-file must be set together")
+		return app.Config{}, errors.New("--envd-proxy-tls-cert-file and --envd-proxy-tls-private-key-file must be set together")
 	}
 	if o.EnvdProxyBindAddress == "" {
 		switch {
 		case o.EnvdProxyTLSCertFile != "":
-			return e2bmesh.Config{}, errors.New("--envd-proxy-tls-cert-file: has no effect without --envd-proxy-bind-address")
+			return app.Config{}, errors.New("--envd-proxy-tls-cert-file: has no effect without --envd-proxy-bind-address")
 		case o.GuestHTTP2:
-			return e2bmesh.Config{}, errors.New("--guest-http2: has no effect without --envd-proxy-bind-address")
+			return app.Config{}, errors.New("--guest-http2: has no effect without --envd-proxy-bind-address")
 		}
 	}
 	if err := o.EnvdProxyLimits.Validate("envd-proxy-"); err != nil {
-		return e2bmesh.Config{}, err
+		return app.Config{}, err
 	}
 	e2bCfg, err := o.E2B.Config()
 	if err != nil {
-		return e2bmesh.Config{}, err
+		return app.Config{}, err
 	}
-	return e2bmesh.Config{
+	return app.Config{
 		E2B:             e2bCfg,
 		APIAddress:      o.E2B.BindAddress,
 		Seeds:           seeds,

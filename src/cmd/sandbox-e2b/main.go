@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/cocoonstack/sandbox-operator/src/e2bmesh"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/cmd/sandbox-e2b/app"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if exit, ok := serve.ParseCommandLine(newFlagSet(opts), usageHeader, args, stdout, stderr); !ok {
 		return exit
 	}
-	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
+	logger, err := logging.FromEnv(stderr, os.Getenv(logging.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
 		return serve.ExitUsage
@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger.Warn("--e2b-allow-anonymous: the e2b surface serves callers without an API key")
 	}
 
-	p, err := e2bmesh.Start(ctx, cfg, logger)
+	p, err := app.Start(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-e2b: %v\n", err)
 		return serve.ExitFailure

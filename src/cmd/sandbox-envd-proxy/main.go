@@ -17,13 +17,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 
-	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy/inventorylocator"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
+	"github.com/cocoonstack/sandbox-operator/src/internal/kubeclient"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
-	"github.com/cocoonstack/sandbox-operator/src/kubeclient"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
@@ -151,7 +151,7 @@ func (o *options) loadCredentials() (*credentials, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	logger, err := oplog.FromEnv(stderr, os.Getenv(oplog.LevelEnv))
+	logger, err := logging.FromEnv(stderr, os.Getenv(logging.LevelEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return serve.ExitUsage
@@ -206,7 +206,7 @@ type proxyServer struct {
 // listen builds the store and the proxy and binds the listener.
 func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface, drain *serve.Drain) (*proxyServer, error) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
 	if err := informer.SetTransform(inventory.Compact); err != nil {
 		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
 	}

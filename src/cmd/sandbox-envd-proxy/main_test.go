@@ -28,16 +28,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/internal/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 func TestUnknownLogLevelFailsStartup(t *testing.T) {
-	t.Setenv(oplog.LevelEnv, "chatty")
+	t.Setenv(logging.LevelEnv, "chatty")
 	var stderr bytes.Buffer
 	if code := run([]string{"--help"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), `OPERATOR_LOG_LEVEL="chatty"`) {
 		t.Errorf("unknown level: exit %d, %q", code, stderr.String())
@@ -125,7 +125,7 @@ func TestStartupRefusesBadFlags(t *testing.T) {
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := writeCert(t, dir)
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: 1, RootToken: "root", Pools: []sandboxd.PoolSpec{{Template: "base", Warm: 1}}, RefillDelay: time.Millisecond,
 	})
 	if err != nil {

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/gossip"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const usageHeader = `sandboxd-sim runs simulated sandboxd nodes that speak the sandboxd HTTP API
@@ -60,7 +60,7 @@ Flags (one or two dashes):
 
 // options is a parsed and validated command line.
 type options struct {
-	fleet     fleet.Config // Logger is left to run
+	fleet     simfleet.Config // Logger is left to run
 	logLevel  slog.Level
 	apiserver string // host publishing goes to, for the log
 	// nonLoopback and openNodes are worth a warning once logging is set up.
@@ -98,7 +98,7 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.DurationVar(&f.MaxTTL, "max-ttl", sandboxd.MaxTTL, "longest lease granted; longer requests are clamped")
 	fs.DurationVar(&f.ReapInterval, "reap-interval", time.Second, "how often expired leases are reaped")
 	fs.DurationVar(&f.ArchiveDeleteAfter, "archive-delete-after", 0, "how long a sandbox archived at its lease's end (on_expire \"archive\") is kept before it is deleted; 0 keeps it until it is released (sandboxd's archive_delete_after_seconds)")
-	fs.StringVar(&r.echoPorts, "echo-ports", strconv.Itoa(fleet.DefaultEchoPort), "comma-separated guest ports serving the HTTP echo (HTTP/1.1 and h2c); empty for none")
+	fs.StringVar(&r.echoPorts, "echo-ports", strconv.Itoa(simfleet.DefaultEchoPort), "comma-separated guest ports serving the HTTP echo (HTTP/1.1 and h2c); empty for none")
 	fs.StringVar(&r.tcpEchoPorts, "tcp-echo-ports", "", "comma-separated guest ports serving a raw TCP echo that honours half-close")
 	fs.BoolVar(&r.envd, "envd", true, "serve the envd-compatible guest on guest port 49983 of every sandbox; it EXECUTES COMMANDS ON THIS HOST (see SECURITY above). --envd=false leaves the port closed (the relay answers 502)")
 	fs.StringVar(&r.envdSecretFile, "envd-secret-file", "", "file holding the envd secret (surrounding whitespace trimmed): each guest then requires X-Access-Token = hex(HMAC-SHA256(secret, the sandbox's claim token)), as the e2b surface and envd proxy derive it. Without it the guests need no access token")
@@ -112,7 +112,7 @@ func newFlagSet() (*flag.FlagSet, *options, *rawFlags) {
 	fs.DurationVar(&f.GossipInterval, "gossip-interval", gossip.DefaultInterval, "time between gossip rounds with the nodes of other processes")
 	// OPERATOR_LOG_LEVEL sets the level as it does for every binary of
 	// the project; the flag, when given, wins.
-	fs.StringVar(&r.logLevel, "log-level", cmp.Or(os.Getenv(oplog.LevelEnv), "info"), "log level: debug, info, warn or error (logs go to stderr and never contain tokens); default $"+oplog.LevelEnv+" when set")
+	fs.StringVar(&r.logLevel, "log-level", cmp.Or(os.Getenv(logging.LevelEnv), "info"), "log level: debug, info, warn or error (logs go to stderr and never contain tokens); default $"+logging.LevelEnv+" when set")
 	return fs, o, r
 }
 
@@ -203,7 +203,7 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-func validateNumbers(f *fleet.Config) error {
+func validateNumbers(f *simfleet.Config) error {
 	switch {
 	case f.Nodes < 1:
 		return fmt.Errorf("--nodes: %d is not a positive number of nodes", f.Nodes)
@@ -238,7 +238,7 @@ func validateNumbers(f *fleet.Config) error {
 // envdConfig is the fleet's envd guest, nil with --envd=false. Flags that
 // only configure the guest are refused when it is off, so a forgotten
 // --envd=false never silently drops a secret.
-func (r *rawFlags) envdConfig(set map[string]bool) (*fleet.EnvdConfig, error) {
+func (r *rawFlags) envdConfig(set map[string]bool) (*simfleet.EnvdConfig, error) {
 	if !r.envd {
 		for _, name := range []string{"envd-secret-file", "envd-version"} {
 			if set[name] {
@@ -250,7 +250,7 @@ func (r *rawFlags) envdConfig(set map[string]bool) (*fleet.EnvdConfig, error) {
 	if r.envdVersion == "" {
 		return nil, errors.New("--envd-version: must not be empty")
 	}
-	cfg := &fleet.EnvdConfig{Version: r.envdVersion}
+	cfg := &simfleet.EnvdConfig{Version: r.envdVersion}
 	if set["envd-secret-file"] {
 		// Read as the e2b surface and the envd proxy read it, so the
 		// guests derive the same access tokens.
@@ -286,7 +286,7 @@ func (r *rawFlags) publishConfig(set map[string]bool, o *options) error {
 		return fmt.Errorf("--publish: %w", err)
 	}
 	o.apiserver = host
-	o.fleet.Publish = &fleet.PublishConfig{Client: client, Interval: r.publishInterval}
+	o.fleet.Publish = &simfleet.PublishConfig{Client: client, Interval: r.publishInterval}
 	return nil
 }
 

@@ -10,10 +10,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // Exit codes: 2 is the conventional one for a bad command line.
@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	logger := oplog.New(stderr, opts.logLevel)
+	logger := logging.New(stderr, opts.logLevel)
 	for _, w := range opts.warnings() {
 		logger.Warn(w)
 	}
@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if !opts.unisolated {
-		iso, err := fleet.NewIsolation(cfg.ScratchRoot, fmt.Sprintf("sandbox-operator-sim-%d", os.Getpid()), logger)
+		iso, err := simfleet.NewIsolation(cfg.ScratchRoot, fmt.Sprintf("sandbox-operator-sim-%d", os.Getpid()), logger)
 		if err != nil {
 			fmt.Fprintf(stderr, "sandboxd-sim: sandboxes cannot be isolated on this machine: %v\nPass --unisolated to run them as processes of this user instead.\n", err)
 			return exitFailure
@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Isolation = iso
 	}
 
-	f, err := fleet.Start(ctx, cfg)
+	f, err := simfleet.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd-sim: %v\n", err)
 		return exitFailure

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/oplog"
+	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 )
 
 // writeFile writes content to a new file in a test directory.
@@ -137,16 +137,16 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 // for every binary; --log-level wins; a bad value names the variable's
 // value.
 func TestLogLevelFromTheEnvironment(t *testing.T) {
-	t.Setenv(oplog.LevelEnv, "debug")
+	t.Setenv(logging.LevelEnv, "debug")
 	if o, err := parseFlags(nil); err != nil || o.logLevel != slog.LevelDebug {
-		t.Fatalf("%s=debug: level %v, %v", oplog.LevelEnv, o.logLevel, err)
+		t.Fatalf("%s=debug: level %v, %v", logging.LevelEnv, o.logLevel, err)
 	}
 	if o, err := parseFlags([]string{"--log-level=warn"}); err != nil || o.logLevel != slog.LevelWarn {
-		t.Fatalf("--log-level=warn over %s=debug: level %v, %v", oplog.LevelEnv, o.logLevel, err)
+		t.Fatalf("--log-level=warn over %s=debug: level %v, %v", logging.LevelEnv, o.logLevel, err)
 	}
-	t.Setenv(oplog.LevelEnv, "chatty")
+	t.Setenv(logging.LevelEnv, "chatty")
 	if _, err := parseFlags(nil); err == nil || !strings.Contains(err.Error(), "chatty") {
-		t.Fatalf("%s=chatty: %v; want an error naming it", oplog.LevelEnv, err)
+		t.Fatalf("%s=chatty: %v; want an error naming it", logging.LevelEnv, err)
 	}
 }
 

@@ -22,9 +22,9 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/rootfs"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const (
@@ -39,7 +39,7 @@ var testEnvdSecret = []byte("buildsteps-envd-secret")
 // while to start, and every test claims a sandbox of its own from it.
 var shared struct {
 	once  sync.Once
-	fleet *fleet.Fleet
+	fleet *simfleet.Fleet
 	rt    *isolate.Runtime
 	state string
 	err   error
@@ -48,7 +48,7 @@ var shared struct {
 // sandboxFleet starts the shared fleet on first use: one node whose
 // sandboxes are isolated machines over the base root filesystem, with the
 // envd guest inside.
-func sandboxFleet(t *testing.T) *fleet.Fleet {
+func sandboxFleet(t *testing.T) *simfleet.Fleet {
 	t.Helper()
 	shared.once.Do(func() { shared.err = startFleet() })
 	if shared.err != nil {
@@ -69,12 +69,12 @@ func startFleet() error {
 	if err != nil {
 		return err
 	}
-	shared.fleet, err = fleet.Start(context.Background(), fleet.Config{
+	shared.fleet, err = simfleet.Start(context.Background(), simfleet.Config{
 		RootToken: testRootToken,
 		Pools:     []sandboxd.PoolSpec{{Template: testTemplate, Warm: testWarm}},
 		EchoPorts: []int{},
-		Envd:      &fleet.EnvdConfig{Secret: testEnvdSecret},
-		Isolation: &fleet.IsolationConfig{Runtime: shared.rt, RootFS: base},
+		Envd:      &simfleet.EnvdConfig{Secret: testEnvdSecret},
+		Isolation: &simfleet.IsolationConfig{Runtime: shared.rt, RootFS: base},
 	})
 	if err != nil {
 		return err

@@ -15,10 +15,10 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy/inventorylocator"
-	"github.com/cocoonstack/sandbox-operator/src/inventory/inventorytest"
+	"github.com/cocoonstack/sandbox-operator/src/internal/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 func entry(id, ref, addr string) node.EntrySnapshot {
@@ -91,7 +91,7 @@ func TestLocatorDropsStaleNodes(t *testing.T) {
 // front of a simulated fleet whose nodes publish their snapshots.
 func TestProxyOverInventory(t *testing.T) {
 	secret := []byte("secret")
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: 2, RootToken: "root", Pools: []sandboxd.PoolSpec{{Template: "base", Warm: 1}}, RefillDelay: time.Millisecond,
 	})
 	if err != nil {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const (
@@ -24,9 +24,9 @@ const (
 
 var key = sandbox.PoolKey{Template: tmpl, Net: "none", Size: "small"}
 
-func start(t *testing.T, nodes int, join []string) *fleet.Fleet {
+func start(t *testing.T, nodes int, join []string) *simfleet.Fleet {
 	t.Helper()
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: nodes, RootToken: rootToken, Join: join, GossipInterval: interval,
 		NamePrefix: t.Name() + "-",
 	})
@@ -173,7 +173,7 @@ func TestCheckpointProbeReachesOtherProcesses(t *testing.T) {
 // TestIntroductionsNeedTheRootToken: an /v1/info read that is not the
 // mesh's root caller introduces nobody.
 func TestIntroductionsNeedTheRootToken(t *testing.T) {
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: 1, RootToken: rootToken, GossipInterval: interval,
 		Tenants: []node.Tenant{{Name: "team", Token: "tenant-tok"}},
 	})

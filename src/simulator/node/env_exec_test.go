@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 

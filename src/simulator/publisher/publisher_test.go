@@ -23,8 +23,8 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 )
 

@@ -1,7 +1,7 @@
 // Package faults_test breaks real processes under load and measures what
 // the fronts do: sandboxd-sim node processes that form one mesh through
 // gossip (--join), SIGKILLed, SIGSTOPped and cut off the network (a
-// link.Link) while sandbox-e2b takes creates and relays traffic. Each test
+// faultlink.Link) while sandbox-e2b takes creates and relays traffic. Each test
 // checks that every sandbox a client was told about is reachable (or, on
 // a node that died, honestly gone), that nothing nobody was told about
 // stays claimed, that errors stay inside the measured window, and that the
@@ -29,7 +29,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/link"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/faultlink"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
@@ -65,20 +65,20 @@ type stack struct {
 	http                *http.Client
 	// link is the network path to nodes[linked] in a stack started with
 	// startLinkedStack, nil otherwise.
-	link *link.Link
+	link *faultlink.Link
 	// direct are the nodes' own addresses, for the test's checks: they
 	// reach a node whatever happens to its link.
 	direct []string
 }
 
-// linked is the node a linked stack puts behind a link.Link.
+// linked is the node a linked stack puts behind a faultlink.Link.
 const linked = 1
 
 // startStack starts the stack with every node reached directly.
 func startStack(t *testing.T) *stack { return newStack(t, false) }
 
 // startLinkedStack starts the stack with nodes[linked] reached, by the
-// front and by its peers, only through a link.Link: it binds
+// front and by its peers, only through a faultlink.Link: it binds
 // 127.0.0.1:P and advertises 127.0.0.2:P, where the link listens.
 func startLinkedStack(t *testing.T) *stack { return newStack(t, true) }
 

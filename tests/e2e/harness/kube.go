@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )

@@ -3,14 +3,14 @@ package harness
 import (
 	"testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/simulator/link"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/faultlink"
 )
 
-// StartLink starts a link.Link from listen to target that the test's
+// StartLink starts a faultlink.Link from listen to target that the test's
 // cleanup closes.
-func StartLink(t testing.TB, listen, target string) *link.Link {
+func StartLink(t testing.TB, listen, target string) *faultlink.Link {
 	t.Helper()
-	l, err := link.Start(listen, target)
+	l, err := faultlink.Start(listen, target)
 	if err != nil {
 		t.Fatal(err)
 	}

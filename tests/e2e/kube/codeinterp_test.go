@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -18,9 +18,9 @@ import (
 // NodeInventory into c like the suite's other nodes. The machines need
 // the e2b-ci layer, which tools/bazel provisions: without it the test
 // fails, it does not skip.
-func startCodeInterpreterNode(t *testing.T, c *cluster.Cluster, token, envdSecret, scratch string) *fleet.Fleet {
+func startCodeInterpreterNode(t *testing.T, c *cluster.Cluster, token, envdSecret, scratch string) *simfleet.Fleet {
 	t.Helper()
-	iso, err := fleet.NewIsolation("", fmt.Sprintf("sandbox-operator-kube-e2e-ci-%d", os.Getpid()), nil)
+	iso, err := simfleet.NewIsolation("", fmt.Sprintf("sandbox-operator-kube-e2e-ci-%d", os.Getpid()), nil)
 	if err != nil {
 		t.Fatalf("the code-interpreter node needs isolated machines: %v", err)
 	}
@@ -28,16 +28,16 @@ func startCodeInterpreterNode(t *testing.T, c *cluster.Cluster, token, envdSecre
 		_ = iso.Close()
 		t.Fatalf("the code-interpreter layer is missing (tools/bazel provisions it): %v", iso.CodeInterpreterErr)
 	}
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes:            1,
 		NamePrefix:       "sim-ci-node-",
 		RootToken:        token,
 		EgressAttachment: true,
 		EchoPorts:        []int{},
 		Isolation:        iso,
-		Envd:             &fleet.EnvdConfig{Secret: []byte(envdSecret)},
+		Envd:             &simfleet.EnvdConfig{Secret: []byte(envdSecret)},
 		ScratchRoot:      scratch,
-		Publish:          &fleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
+		Publish:          &simfleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
 		Customize: func(_ int, cfg *node.Config) {
 			cfg.Pools = []sandboxd.PoolSpec{
 				{Template: imageCodeInterpreter, Net: "egress", Warm: 1},

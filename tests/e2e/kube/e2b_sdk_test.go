@@ -24,8 +24,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
@@ -77,16 +77,16 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	keyFile := harness.WriteFile(t, dir, "e2b-keys", fmt.Sprintf("# key namespace\n%s %s\n%s %s\n", keyA, teamA, keyB, teamB))
 	aliasFile := harness.WriteFile(t, dir, "e2b-aliases", fmt.Sprintf("%s %s\n%s %s\n", aliasBase, imageBase, aliasCodeInterpreter, imageCodeInterpreter))
 
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes:     3,
 		RootToken: token,
 		// The SDK asks for internet access unless told otherwise, which
 		// the surface maps to the egress lane.
 		EgressAttachment: true,
 		EchoPorts:        []int{},
-		Envd:             &fleet.EnvdConfig{Secret: []byte(envdSecret)},
+		Envd:             &simfleet.EnvdConfig{Secret: []byte(envdSecret)},
 		ScratchRoot:      filepath.Join(dir, "scratch"),
-		Publish:          &fleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
+		Publish:          &simfleet.PublishConfig{Client: c.Dynamic(), Interval: time.Second},
 		Customize: func(i int, cfg *node.Config) {
 			cfg.Pools = []sandboxd.PoolSpec{
 				{Template: imageBase, Net: "egress", Warm: 3},

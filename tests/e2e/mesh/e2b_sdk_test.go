@@ -25,8 +25,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
@@ -64,12 +64,12 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 	keyFile := harness.WriteFile(t, dir, "e2b-keys", key+"\n")
 	aliasFile := harness.WriteFile(t, dir, "e2b-aliases", "base "+imageBase+"\n")
 
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes:            3,
 		RootToken:        token,
 		EchoPorts:        []int{},
 		EgressAttachment: true,
-		Envd:             &fleet.EnvdConfig{Secret: []byte(secret)},
+		Envd:             &simfleet.EnvdConfig{Secret: []byte(secret)},
 		ScratchRoot:      filepath.Join(dir, "scratch"),
 		Customize: func(i int, cfg *node.Config) {
 			cfg.Pools = []sandboxd.PoolSpec{{Template: imageBase, Net: "egress", Warm: 2}, {Template: imageBase, Net: "none", Warm: 1}}
@@ -133,7 +133,7 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 }
 
 // startControl serves the suite's view into the fleet on loopback.
-func startControl(t *testing.T, f *fleet.Fleet, token string) string {
+func startControl(t *testing.T, f *simfleet.Fleet, token string) string {
 	mux := http.NewServeMux()
 	nodeIndex := func(r *http.Request) (int, error) {
 		i, err := strconv.Atoi(r.URL.Query().Get("node"))

@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
@@ -53,7 +53,7 @@ const (
 	pollEvery   = 100 * time.Millisecond
 )
 
-// The fleet. Node names are fleet.Config's default "sim-node-<i>".
+// The fleet. Node names are simfleet.Config's default "sim-node-<i>".
 //
 //   - nodeSmall holds at most smallMaxClaims sandboxes and keeps the most
 //     warm "base" VMs, so the server tries it first whenever the node
@@ -85,7 +85,7 @@ type testEnv struct {
 	stack   *apiserverenv.Stack
 	dir     string
 	cluster *cluster.Cluster
-	fleet   *fleet.Fleet
+	fleet   *simfleet.Fleet
 	server  *apiserverenv.Server
 	// sandboxes is the admin's dynamic client for sandboxes.
 	sandboxes dynamic.NamespaceableResourceInterface
@@ -156,8 +156,8 @@ func startEnv() (*testEnv, error) {
 }
 
 // fleetConfig is the fleet every test shares (see the node constants).
-func fleetConfig() fleet.Config {
-	return fleet.Config{
+func fleetConfig() simfleet.Config {
+	return simfleet.Config{
 		Nodes:     fleetNodes,
 		EchoPorts: []int{},
 		Customize: func(i int, cfg *node.Config) {

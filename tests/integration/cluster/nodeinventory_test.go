@@ -14,7 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	"github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )

@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/link"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/faultlink"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
@@ -42,7 +42,7 @@ const (
 	warmPerNode  = 4
 )
 
-// linkedNode is the node the server reaches only through a link.Link,
+// linkedNode is the node the server reaches only through a faultlink.Link,
 // which TestNodeCutOffFromTheServer cuts; the node itself publishes to the
 // kube-apiserver directly, as a node does over its own path.
 const linkedNode = fleetNodes - 1
@@ -75,13 +75,13 @@ type testEnv struct {
 	stack   *apiserverenv.Stack
 	dir     string
 	cluster *cluster.Cluster
-	fleet   *fleet.Fleet
+	fleet   *simfleet.Fleet
 	server  *apiserverenv.Server
 	// rootToken is the fleet's sandboxd root token, for claiming on a node
 	// directly (behind the server's back) to change a NodeInventory.
 	rootToken string
 	// link is the server's only path to node linkedNode.
-	link *link.Link
+	link *faultlink.Link
 }
 
 var (
@@ -125,13 +125,13 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := link.Start("127.0.0.1:0", direct)
+	l, err := faultlink.Start("127.0.0.1:0", direct)
 	if err != nil {
 		return nil, err
 	}
 	st, err := apiserverenv.StartStack(apiserverenv.StackOptions{
 		DirPrefix: "sandbox-controlplane-it-",
-		Fleet: fleet.Config{
+		Fleet: simfleet.Config{
 			Nodes:     fleetNodes,
 			EchoPorts: []int{},
 			Pools:     []sandboxd.PoolSpec{{Template: templateBase, Warm: warmPerNode}},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 )
 
@@ -62,7 +62,7 @@ func label(labels, name string) string {
 
 // allAt reports whether every live node holds its share of key as target
 // (and, with warm, as warm VMs too).
-func allAt(f *fleet.Fleet, key sandbox.PoolKey, replicas int, warm bool) bool {
+func allAt(f *simfleet.Fleet, key sandbox.PoolKey, replicas int, warm bool) bool {
 	var names []string
 	for _, n := range f.Nodes() {
 		names = append(names, n.Name())
@@ -97,10 +97,10 @@ func BenchmarkScaleTo50000(b *testing.B) {
 	const nodes, replicas = 20, 50000
 	e := startEnv(b)
 	ns := e.namespace(b, "bench")
-	f, err := fleet.Start(context.Background(), fleet.Config{
+	f, err := simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: nodes, NamePrefix: "bench-", RootToken: token,
 		RefillConcurrency: 4096, EchoPorts: []int{},
-		Publish: &fleet.PublishConfig{Client: e.c.Dynamic(), Interval: 30 * time.Second},
+		Publish: &simfleet.PublishConfig{Client: e.c.Dynamic(), Interval: 30 * time.Second},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 const (
@@ -95,9 +95,9 @@ func TestE2BReadYourWritesAcrossReplicas(t *testing.T) {
 	e := startEnv(t)
 	systemNS := e.namespace(t, "sandbox-system")
 	ns := e.namespace(t, "e2b-team")
-	f := e.startFleet(t, "e2b-", 2, token, func(c *fleet.Config) {
+	f := e.startFleet(t, "e2b-", 2, token, func(c *simfleet.Config) {
 		c.Publish.Interval = slowPublish
-		c.Envd = &fleet.EnvdConfig{Secret: []byte(e2bSecret)}
+		c.Envd = &simfleet.EnvdConfig{Secret: []byte(e2bSecret)}
 		c.ScratchRoot = t.TempDir()
 	})
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // slowPublish is vk-sandbox's publish interval scaled down: long enough
@@ -26,7 +26,7 @@ func TestReadYourWritesAcrossReplicas(t *testing.T) {
 	systemNS := e.namespace(t, "sandbox-system")
 	ns := e.namespace(t, "raw")
 	warmupNS := e.namespace(t, "raw-warmup")
-	f := e.startFleet(t, "raw-", 2, token, func(c *fleet.Config) { c.Publish.Interval = slowPublish })
+	f := e.startFleet(t, "raw-", 2, token, func(c *simfleet.Config) { c.Publish.Interval = slowPublish })
 	pair := startReplicaPair(t, e, systemNS)
 
 	key := keyOf(nameRaceImage)

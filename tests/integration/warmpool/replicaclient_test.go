@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
@@ -204,7 +204,7 @@ func openFDs(p *testbin.Process) (int, error) {
 
 // claimsIn counts, over the fleet's live nodes, the claimed VMs whose
 // claim reference is in namespace ns, by sandbox name, with the claim ids.
-func claimsIn(f *fleet.Fleet, ns string) map[string][]string {
+func claimsIn(f *simfleet.Fleet, ns string) map[string][]string {
 	out := map[string][]string{}
 	for i, n := range f.Nodes() {
 		if !f.Alive(i) {
@@ -471,7 +471,7 @@ func socketsTo(p *testbin.Process, ports map[int]bool) (int, error) {
 }
 
 // nodePorts are the API ports of the fleet's nodes.
-func nodePorts(t testing.TB, f *fleet.Fleet) map[int]bool {
+func nodePorts(t testing.TB, f *simfleet.Fleet) map[int]bool {
 	t.Helper()
 	ports := map[int]bool{}
 	for _, n := range f.Nodes() {

@@ -27,11 +27,11 @@ import (
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	agentsandboxcrds "github.com/cocoonstack/sandbox-operator/tests/testdata/agentsandbox-crds"
@@ -81,7 +81,7 @@ func startEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic(), 0)
-	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
 	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: staleAfter, Resync: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -97,18 +97,18 @@ func startEnv(t testing.TB) *env {
 // startFleet starts n publishing simulated nodes named prefix0…; each
 // holds a pool nobody asked the driver for, which the driver's first PUT
 // must drain.
-func (e *env) startFleet(t testing.TB, prefix string, n int, tok string, adjust ...func(*fleet.Config)) *fleet.Fleet {
-	cfg := fleet.Config{
+func (e *env) startFleet(t testing.TB, prefix string, n int, tok string, adjust ...func(*simfleet.Config)) *simfleet.Fleet {
+	cfg := simfleet.Config{
 		Nodes: n, NamePrefix: prefix, RootToken: tok,
 		Pools:             []sandboxd.PoolSpec{{Template: "static", Warm: 1}},
 		RefillConcurrency: 64,
 		EchoPorts:         []int{},
-		Publish:           &fleet.PublishConfig{Client: e.c.Dynamic(), Interval: publishInterval},
+		Publish:           &simfleet.PublishConfig{Client: e.c.Dynamic(), Interval: publishInterval},
 	}
 	for _, a := range adjust {
 		a(&cfg)
 	}
-	f, err := fleet.Start(context.Background(), cfg)
+	f, err := simfleet.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func (e *env) startFleet(t testing.TB, prefix string, n int, tok string, adjust 
 		_ = f.Close()
 		// Leave no inventory behind for the next subtest's fleet view.
 		for _, node := range f.Nodes() {
-			_ = e.c.Dynamic().Resource(sandboxv1beta1.NodeInventoryGVR).Delete(context.Background(), node.Name(), metav1.DeleteOptions{})
+			_ = e.c.Dynamic().Resource(inventoryv1beta1.NodeInventoryGVR).Delete(context.Background(), node.Name(), metav1.DeleteOptions{})
 		}
 	})
 	return f
@@ -220,7 +220,7 @@ func eventually(t testing.TB, what string, cond func() (bool, string)) {
 }
 
 // nodeTargets reads every live node's pool targets from its sandboxd.
-func nodeTargets(f *fleet.Fleet, tok string) map[string]map[sandbox.PoolKey]int {
+func nodeTargets(f *simfleet.Fleet, tok string) map[string]map[sandbox.PoolKey]int {
 	out := map[string]map[sandbox.PoolKey]int{}
 	for i, n := range f.Nodes() {
 		if !f.Alive(i) {
@@ -247,7 +247,7 @@ func nodeTargets(f *fleet.Fleet, tok string) map[string]map[sandbox.PoolKey]int 
 
 // placedAsExpected holds when the live nodes of fleets hold exactly
 // warmpool.Place's shares of key over them, and no other pool.
-func placedAsExpected(key sandbox.PoolKey, replicas int, fleets ...*fleet.Fleet) (bool, string) {
+func placedAsExpected(key sandbox.PoolKey, replicas int, fleets ...*simfleet.Fleet) (bool, string) {
 	var names []string
 	got := map[string]map[sandbox.PoolKey]int{}
 	for _, f := range fleets {

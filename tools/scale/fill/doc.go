@@ -6,7 +6,7 @@
 //
 // It runs the real warm-pool driver (src/warmpool) in this process against
 // a real kube-apiserver, over an in-process simulated fleet
-// (src/simulator/fleet) that publishes its NodeInventory, the way
+// (src/simulator/simfleet) that publishes its NodeInventory, the way
 // tests/integration/warmpool's BenchmarkScaleTo50000 does. The simulator
 // runs unisolated with a refill delay of 0, so a warm VM is bookkeeping
 // and "warm" measures the control path (driver, PUT /v1/pools, the node's

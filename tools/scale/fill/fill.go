@@ -36,10 +36,10 @@ import (
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	agentsandboxcrds "github.com/cocoonstack/sandbox-operator/tests/testdata/agentsandbox-crds"
@@ -273,7 +273,7 @@ type bench struct {
 	key    sandbox.PoolKey
 	kube   client.Client
 
-	fleet      *fleet.Fleet
+	fleet      *simfleet.Fleet
 	names      []string
 	want       map[string]int // each node's share of cfg.Replicas
 	poller     *nodePoller
@@ -319,10 +319,10 @@ func (b *bench) setup(ctx context.Context) error {
 
 	cfg.Logf("fill: starting %d simulated nodes (unisolated, refill delay 0, NodeInventory every %v)", cfg.Nodes, cfg.PublishInterval)
 	began := time.Now()
-	b.fleet, err = fleet.Start(context.Background(), fleet.Config{
+	b.fleet, err = simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: cfg.Nodes, NamePrefix: "fill-" + b.suffix + "-", RootToken: token,
 		RefillConcurrency: refillConcurrency, EchoPorts: []int{},
-		Publish: &fleet.PublishConfig{Client: dyn, Interval: cfg.PublishInterval},
+		Publish: &simfleet.PublishConfig{Client: dyn, Interval: cfg.PublishInterval},
 	})
 	if err != nil {
 		return fmt.Errorf("starting the fleet: %w", err)
@@ -343,7 +343,7 @@ func (b *bench) setup(ctx context.Context) error {
 	// The driver's fleet view: this fleet's fresh inventories only, so a
 	// node another measurement left published is never given a share.
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(sandboxv1beta1.NodeInventoryGVR).Informer()
+	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
 	store, err := inventory.New(inventory.Config{Source: informer})
 	if err != nil {
 		return fmt.Errorf("inventory store: %w", err)
@@ -545,7 +545,7 @@ func (b *bench) cleanup() error {
 // deleteInventories deletes the named NodeInventory objects, concurrency
 // at a time.
 func deleteInventories(ctx context.Context, dyn dynamic.Interface, names []string, concurrency int) error {
-	api := dyn.Resource(sandboxv1beta1.NodeInventoryGVR)
+	api := dyn.Resource(inventoryv1beta1.NodeInventoryGVR)
 	var mu sync.Mutex
 	var errs []error
 	next := make(chan string)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // infoTimeout bounds one GET /v1/info; a node that misses it is asked
@@ -92,7 +92,7 @@ func newInfoPoller(names, addrs []string, token string, key sandbox.PoolKey, con
 // (node.Snapshot): no HTTP and no JSON, a small fraction of an Info
 // request's cost, for a figure the polling inflates least. One reader is
 // enough: nothing waits on the network.
-func newSnapshotPoller(f *fleet.Fleet, key sandbox.PoolKey) *nodePoller {
+func newSnapshotPoller(f *simfleet.Fleet, key sandbox.PoolKey) *nodePoller {
 	nodes := f.Nodes()
 	names := make([]string, len(nodes))
 	for i, n := range nodes {

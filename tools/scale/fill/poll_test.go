@@ -7,7 +7,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
 // TestPollerSeesTargetsAndWarm sets pools on a small fleet (no cluster,
@@ -21,7 +21,7 @@ func TestPollerSeesTargetsAndWarm(t *testing.T) {
 
 func testPoller(t *testing.T, observe string) {
 	const token = "poll-test-token"
-	f, err := fleet.Start(context.Background(), fleet.Config{Nodes: 3, NamePrefix: "poll-", RootToken: token, EchoPorts: []int{}})
+	f, err := simfleet.Start(context.Background(), simfleet.Config{Nodes: 3, NamePrefix: "poll-", RootToken: token, EchoPorts: []int{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func testPoller(t *testing.T, observe string) {
 
 func TestPollerTimesOut(t *testing.T) {
 	const token = "poll-test-token"
-	f, err := fleet.Start(context.Background(), fleet.Config{Nodes: 1, NamePrefix: "poll-", RootToken: token, EchoPorts: []int{}})
+	f, err := simfleet.Start(context.Background(), simfleet.Config{Nodes: 1, NamePrefix: "poll-", RootToken: token, EchoPorts: []int{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 // kube-apiserver, next to the same requests sent straight to the relay.
 //
 // The sandbox is one claim on one in-process simulated node
-// (src/simulator/fleet) whose guest serves a small HTTP/1.1 byte source
+// (src/simulator/simfleet) whose guest serves a small HTTP/1.1 byte source
 // and sink; the node publishes its NodeInventory every second, so the
 // proxy places the sandbox from its informer as in production.
 //

@@ -20,12 +20,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
-	sandboxv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/sandbox/v1beta1"
+	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
-	"github.com/cocoonstack/sandbox-operator/src/simulator/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
@@ -174,7 +174,7 @@ type bench struct {
 	dir string
 
 	dyn      dynamic.Interface
-	fleet    *fleet.Fleet
+	fleet    *simfleet.Fleet
 	nodeName string
 	proxy    *proxyProcess
 	proxyUp  time.Duration
@@ -213,7 +213,7 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 
 	template := "registry.example/scale-proxybench:" + suffix
-	b.fleet, err = fleet.Start(context.Background(), fleet.Config{
+	b.fleet, err = simfleet.Start(context.Background(), simfleet.Config{
 		Nodes: 1, NamePrefix: "proxybench-" + suffix + "-", RootToken: rootToken,
 		Pools:     []sandboxd.PoolSpec{{Template: template, Warm: 1}},
 		EchoPorts: []int{},
@@ -221,7 +221,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return guestHandler(), nil
 		}}},
 		ReapInterval: time.Hour,
-		Publish:      &fleet.PublishConfig{Client: b.dyn, Interval: publishInterval},
+		Publish:      &simfleet.PublishConfig{Client: b.dyn, Interval: publishInterval},
 	})
 	if err != nil {
 		return fmt.Errorf("starting the simulated node: %w", err)
@@ -287,13 +287,13 @@ func (b *bench) setup(ctx context.Context) error {
 // waitPublished waits until the node's NodeInventory lists the claim, so
 // the proxy's informer places it rather than asking every node.
 func (b *bench) waitPublished(ctx context.Context, id string) error {
-	api := b.dyn.Resource(sandboxv1beta1.NodeInventoryGVR)
+	api := b.dyn.Resource(inventoryv1beta1.NodeInventoryGVR)
 	return waitFor(ctx, b.cfg.Timeout, "the claim in the NodeInventory", func() (bool, string) {
 		u, err := api.Get(ctx, b.nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		var inv sandboxv1beta1.NodeInventory
+		var inv inventoryv1beta1.NodeInventory
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &inv); err != nil {
 			return false, err.Error()
 		}
@@ -408,7 +408,7 @@ func (b *bench) cleanup() error {
 	if b.nodeName != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		err := b.dyn.Resource(sandboxv1beta1.NodeInventoryGVR).Delete(ctx, b.nodeName, metav1.DeleteOptions{})
+		err := b.dyn.Resource(inventoryv1beta1.NodeInventoryGVR).Delete(ctx, b.nodeName, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting NodeInventory %s: %w", b.nodeName, err))
 		}

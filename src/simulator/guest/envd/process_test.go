@@ -12,7 +12,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb"
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb/processpbconnect"
-	"github.com/cocoonstack/sandbox-operator/src/internal/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestStartStreamsOutputAndExitCode(t *testing.T) {
