@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 )
 
 // Bounds of one build logs page, e2b's: 100 entries unless asked, at most
@@ -15,11 +16,6 @@ const (
 	defaultBuildLogsPage = 100
 	maxBuildLogsPage     = 1000
 )
-
-// buildLogsResponse is e2b's TemplateBuildLogsResponse.
-type buildLogsResponse struct {
-	Logs []buildLogEntry `json:"logs"`
-}
 
 // buildLogs is GET /templates/{id}/builds/{buildID}/logs: the build's
 // structured log, from cursor (milliseconds since the epoch) forward, or
@@ -48,7 +44,7 @@ func (s *Server) buildLogs(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "level must be one of debug, info, warn, error")
 		return
 	}
-	out := buildLogsResponse{Logs: []buildLogEntry{}}
+	out := wire.BuildLogsResponse{Logs: []wire.BuildLogEntry{}}
 	b, ok := s.lookupBuild(w, r, c)
 	if !ok {
 		return

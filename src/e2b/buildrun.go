@@ -13,6 +13,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildsteps"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
@@ -87,7 +88,7 @@ func (s *Server) runBuild(ctx context.Context, b *build.Build) error {
 		})
 		b.Log(stepFinalize, build.LevelInfo, fmt.Sprintf("Template %s:%s published (%s)", b.Name, tag, res.ContentDigest))
 	}
-	s.catalog.invalidate()
+	s.catalog.Invalidate()
 	return nil
 }
 
@@ -100,7 +101,7 @@ func (s *Server) publishTag(ctx context.Context, claimed fleet.Claimed, namespac
 	if err != nil {
 		return nil, err
 	}
-	if err := s.fleet.LabelTemplate(ctx, claimed.NodeAddr, res.Key, map[string]string{buildLabel: buildID}, res.ContentDigest); err != nil {
+	if err := s.fleet.LabelTemplate(ctx, claimed.NodeAddr, res.Key, map[string]string{catalog.BuildLabel: buildID}, res.ContentDigest); err != nil {
 		s.log.Warn("e2b: labelling a published tag with its build failed", "template", res.Key.Template, "err", err)
 	}
 	return res, nil

@@ -13,6 +13,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildsteps"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -64,7 +66,7 @@ func (s *Server) buildRoutes() []route {
 // requestBuild is POST /v3/templates: it registers a build of the named
 // template, which waits for its definition.
 func (s *Server) requestBuild(w http.ResponseWriter, r *http.Request, c caller) {
-	var req templateBuildRequest
+	var req wire.TemplateBuildRequest
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
@@ -101,7 +103,7 @@ func (s *Server) requestBuild(w http.ResponseWriter, r *http.Request, c caller) 
 		writeError(w, http.StatusInternalServerError, "could not register the build")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, templateRequestResponse{
+	writeJSON(w, http.StatusAccepted, wire.TemplateRequestResponse{
 		TemplateID: b.TemplateID, BuildID: b.ID, Names: []string{name}, Aliases: []string{name}, Tags: tags,
 	})
 }
@@ -171,7 +173,7 @@ func (s *Server) fileUploadLink(w http.ResponseWriter, r *http.Request, c caller
 	if !link.Present && !s.checkUploadLink(w, r, c) {
 		return
 	}
-	writeJSON(w, http.StatusCreated, fileUploadResponse{Present: link.Present, URL: link.URL, Headers: link.Headers})
+	writeJSON(w, http.StatusCreated, wire.FileUploadResponse{Present: link.Present, URL: link.URL, Headers: link.Headers})
 }
 
 // requestBase is the scheme and host the caller reached this surface at,
@@ -252,7 +254,7 @@ func (s *Server) buildBase(r *http.Request, c caller, tpl buildsteps.Template) (
 	if ref == "" {
 		return source{}, "the build names no base: set fromTemplate (such as 'base') or fromImage"
 	}
-	if err := validTemplateID(ref); err != nil {
+	if err := catalog.ValidTemplateID(ref); err != nil {
 		return source{}, fmt.Sprintf("invalid %s: %s", what, err)
 	}
 	src, err := s.resolveSource(r.Context(), c.namespace, ref)
@@ -305,11 +307,11 @@ func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	if b == nil {
-		writeJSON(w, http.StatusOK, buildInfo{TemplateID: id, BuildID: buildID, Status: string(build.Ready), Logs: []string{}, LogEntries: []buildLogEntry{}})
+		writeJSON(w, http.StatusOK, wire.BuildInfo{TemplateID: id, BuildID: buildID, Status: string(build.Ready), Logs: []string{}, LogEntries: []wire.BuildLogEntry{}})
 		return
 	}
 	v := b.View(offset, min(limit, maxStatusLogs))
-	out := buildInfo{TemplateID: id, BuildID: buildID, Status: string(v.Status), Logs: []string{}, LogEntries: []buildLogEntry{}}
+	out := wire.BuildInfo{TemplateID: id, BuildID: buildID, Status: string(v.Status), Logs: []string{}, LogEntries: []wire.BuildLogEntry{}}
 	// logsOffset counts every line of the log; a level filter only thins
 	// the page it starts.
 	for _, e := range v.Logs {
@@ -321,7 +323,7 @@ func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	switch {
 	case v.Reason != nil:
-		out.Reason = &buildStatusReason{Message: v.Reason.Message, Step: v.Reason.Step, LogEntries: []buildLogEntry{}}
+		out.Reason = &wire.BuildStatusReason{Message: v.Reason.Message, Step: v.Reason.Step, LogEntries: []wire.BuildLogEntry{}}
 		for _, e := range v.Reason.Logs {
 			out.Reason.LogEntries = append(out.Reason.LogEntries, wireLog(e))
 		}
@@ -329,7 +331,7 @@ func (s *Server) buildStatus(w http.ResponseWriter, r *http.Request, c caller) {
 		// TemplateBuildInfo has no queue field: a waiting build's reason
 		// says where it stands (the SDK reads a reason only on error),
 		// and its log has a line each time that changed.
-		out.Reason = &buildStatusReason{Message: fmt.Sprintf("queued: position %d in the build queue", v.QueuePosition), LogEntries: []buildLogEntry{}}
+		out.Reason = &wire.BuildStatusReason{Message: fmt.Sprintf("queued: position %d in the build queue", v.QueuePosition), LogEntries: []wire.BuildLogEntry{}}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -343,7 +345,7 @@ func (s *Server) lookupBuild(w http.ResponseWriter, r *http.Request, c caller) (
 	if b, found := s.builds.Get(id, buildID); found && b.Namespace == c.namespace {
 		return b, true
 	}
-	p, found, err := s.catalog.lookup(r.Context(), c.namespace, id)
+	p, found, err := s.catalog.Lookup(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "read the build")
 		return nil, false
@@ -357,6 +359,6 @@ func (s *Server) lookupBuild(w http.ResponseWriter, r *http.Request, c caller) (
 
 var levelRank = map[string]int{build.LevelDebug: 0, build.LevelInfo: 1, build.LevelWarn: 2, build.LevelError: 3}
 
-func wireLog(e build.LogEntry) buildLogEntry {
-	return buildLogEntry{Timestamp: e.Timestamp, Level: e.Level, Message: e.Message, Step: e.Step}
+func wireLog(e build.LogEntry) wire.BuildLogEntry {
+	return wire.BuildLogEntry{Timestamp: e.Timestamp, Level: e.Level, Message: e.Message, Step: e.Step}
 }

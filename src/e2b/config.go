@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -223,7 +224,7 @@ func ParseAliases(data []byte) (map[string]Template, error) {
 		// caller; an alias file is held to the same rules, so no alias
 		// is unreachable and no entry smuggles in what a create may not.
 		for _, f := range []struct{ what, v string }{{"alias", fields[0]}, {"pool image", t.Image}, {"size", t.Size}} {
-			if err := validTemplateID(f.v); err != nil {
+			if err := catalog.ValidTemplateID(f.v); err != nil {
 				return fmt.Errorf("line %d: invalid %s: %w", n, f.what, err)
 			}
 		}

@@ -14,6 +14,14 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
+// envdInit is the part of envd's internal POST /init body this surface
+// sends: e2b's orchestrator hands a sandbox its access token and env vars
+// this way.
+type envdInit struct {
+	AccessToken string            `json:"accessToken"`
+	EnvVars     map[string]string `json:"envVars,omitempty"`
+}
+
 // errEnvdUnreachable: the relay to a sandbox's envd could not be opened.
 var errEnvdUnreachable = errors.New("envd unreachable")
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
@@ -13,19 +14,6 @@ import (
 // defaultForkTimeout is e2b's lease of a fork child when the request names
 // none.
 const defaultForkTimeout = 15
-
-// forkRequest is e2b's SandboxForkRequest.
-type forkRequest struct {
-	Count   *int `json:"count,omitempty"`
-	Timeout *int `json:"timeout,omitempty"`
-}
-
-// forkResult is e2b's SandboxForkResult: one per child asked for, with the
-// sandbox or the error that kept it from starting.
-type forkResult struct {
-	Sandbox *sandboxResponse `json:"sandbox,omitempty"`
-	Error   *errorBody       `json:"error,omitempty"`
-}
 
 // fork is POST /sandboxes/{id}/fork: sandboxd's fork verb makes count
 // children of the running sandbox on its node, each with its own lease,
@@ -39,7 +27,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c caller) {
 	if !ok {
 		return
 	}
-	var req forkRequest
+	var req wire.ForkRequest
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
@@ -66,33 +54,33 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusConflict, "the sandbox is paused: connect to resume it, then fork")
 		return
 	}
-	rec, _ := s.recordOf(r.Context(), parent)
+	rec, _ := s.records.Of(r.Context(), parent)
 	children, err := s.fleet.Fork(r.Context(), parent, count, ttl)
 	if err != nil {
 		s.fleetError(w, err, "fork")
 		return
 	}
-	out := make([]forkResult, 0, count)
+	out := make([]wire.ForkResult, 0, count)
 	for _, child := range children {
 		access := envdtoken.Derive(s.cfg.EnvdSecret, child.Token)
 		if err := s.initForkedEnvd(r, child, parent, access); err != nil {
 			s.log.Warn("e2b fork: initializing a child's envd failed; releasing it", "sandbox", child.ID, "err", err)
 			s.fleet.Abandon(child.Sandbox)
-			out = append(out, forkResult{Error: &errorBody{Code: http.StatusBadGateway, Message: "the forked sandbox's envd could not be initialized; it was released"}})
+			out = append(out, wire.ForkResult{Error: &wire.ErrorBody{Code: http.StatusBadGateway, Message: "the forked sandbox's envd could not be initialized; it was released"}})
 			continue
 		}
 		childRec := rec
-		childRec.deadline = child.Deadline
+		childRec.Deadline = child.Deadline
 		// sandboxd gives the children the parent's on_expire, so a child
 		// of an onTimeout "pause" sandbox is archived at its own timeout.
-		s.tracked.put(child.ID, childRec)
-		resp := s.sandboxResponse(child.Sandbox, s.aliasOf(child.Key, &childRec), access)
-		out = append(out, forkResult{Sandbox: &resp})
+		s.records.Put(child.ID, childRec)
+		resp := s.renderSandbox(child.Sandbox, s.aliasOf(child.Key, &childRec), access)
+		out = append(out, wire.ForkResult{Sandbox: &resp})
 	}
 	// The node makes all or none; a child it named that no front can
 	// address is reported missing rather than dropped from the count.
 	for len(out) < count {
-		out = append(out, forkResult{Error: &errorBody{Code: http.StatusInternalServerError, Message: "the node reported a child this server cannot address"}})
+		out = append(out, wire.ForkResult{Error: &wire.ErrorBody{Code: http.StatusInternalServerError, Message: "the node reported a child this server cannot address"}})
 	}
 	writeJSON(w, http.StatusCreated, out)
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/records"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -35,7 +37,7 @@ func (s *Server) renewWith(w http.ResponseWriter, r *http.Request, sb fleet.Sand
 		s.fleetError(w, err, "renew")
 		return false
 	}
-	s.tracked.extend(sb.ID, deadline)
+	s.records.Extend(sb.ID, deadline)
 	return true
 }
 
@@ -44,7 +46,7 @@ func (s *Server) renewWith(w http.ResponseWriter, r *http.Request, sb fleet.Sand
 // 0 as its default, so a timeout of 0 asks for the shortest lease it
 // grants, one second.
 func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, c caller) {
-	var req timeoutRequest
+	var req wire.TimeoutRequest
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
@@ -64,7 +66,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request, c caller) {
 // refresh is POST /sandboxes/{id}/refreshes: the lease becomes duration
 // seconds, or the default timeout when it names none.
 func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c caller) {
-	var req refreshRequest
+	var req wire.RefreshRequest
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
@@ -93,7 +95,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c caller) {
 // answers 400: the request can never succeed, and a 409 would make the
 // SDK report it as paused.
 func (s *Server) pause(w http.ResponseWriter, r *http.Request, c caller) {
-	var req pauseRequest
+	var req wire.PauseRequest
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
@@ -127,7 +129,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, c caller) {
 // resume is the deprecated POST /sandboxes/{id}/resume: wake a paused
 // sandbox (409 when it runs) with a fresh lease.
 func (s *Server) resume(w http.ResponseWriter, r *http.Request, c caller) {
-	var req resumeRequest
+	var req wire.ResumeRequest
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
@@ -175,7 +177,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c caller) {
 // (201) or leave it running (200), extend (never shorten) its lease to
 // timeout seconds from now, and hand back its envd access token.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request, c caller) {
-	var req connectRequest
+	var req wire.ConnectRequest
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
@@ -232,9 +234,9 @@ func (s *Server) answerWithToken(w http.ResponseWriter, r *http.Request, sb flee
 		writeError(w, http.StatusBadGateway, "the sandbox's envd could not be initialized")
 		return
 	}
-	var recp *record
-	if rec, ok := s.recordOf(r.Context(), sb); ok {
+	var recp *records.Record
+	if rec, ok := s.records.Of(r.Context(), sb); ok {
 		recp = &rec
 	}
-	writeJSON(w, status, s.sandboxResponse(sb, s.aliasOf(sb.Key, recp), access))
+	writeJSON(w, status, s.renderSandbox(sb, s.aliasOf(sb.Key, recp), access))
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+
+	"github.com/cocoonstack/sandbox-operator/src/e2b/admission"
 )
 
 // admitCreate applies the caller's create rate and live-sandbox cap
@@ -14,36 +16,36 @@ import (
 // either is reached. On success the caller must call the returned
 // ticket's done once the create has ended (a nil ticket's done does
 // nothing).
-func (s *Server) admitCreate(w http.ResponseWriter, r *http.Request, c caller) (*ticket, bool) {
+func (s *Server) admitCreate(w http.ResponseWriter, r *http.Request, c caller) (*admission.Ticket, bool) {
 	who := "API key"
 	if c.anonymous {
 		who = "source address"
 	}
-	if ok, wait := s.admit.take(c.client); !ok {
+	if ok, wait := s.admit.Take(c.client); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
 			"rate limit reached: a %s may create %g sandboxes per second, in bursts of at most %d; retry later",
 			who, s.cfg.CreateRate, s.cfg.CreateBurst))
 		return nil, false
 	}
-	if s.admit.maxLive <= 0 {
+	if s.admit.MaxLive() <= 0 {
 		return nil, true
 	}
-	t := s.admit.begin(c.scope())
+	t := s.admit.Begin(c.scope())
 	live, err := s.liveSandboxes(r.Context(), c)
 	if err != nil {
-		t.done(false)
+		t.Done(false)
 		s.fleetError(w, err, "list")
 		return nil, false
 	}
-	if !t.admit(live) {
+	if !t.Admit(live) {
 		owner := "this API key's namespace"
 		if c.anonymous {
 			owner = "this source address"
 		}
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
 			"%s has reached its limit of %d concurrent sandboxes; kill or let one expire before creating another",
-			owner, s.admit.maxLive))
+			owner, s.admit.MaxLive()))
 		return nil, false
 	}
 	return t, true
@@ -55,8 +57,8 @@ func (s *Server) admitCreate(w http.ResponseWriter, r *http.Request, c caller) (
 // caller counts the sandboxes of the namespace that this process created
 // for its source address (the fleet does not know who created what): the
 // count can miss sandboxes another replica created for the same source,
-// or that this one forgot (tracker bounds), but never counts one that is
-// gone.
+// or that this one forgot (the records cache is bounded), but never
+// counts one that is gone.
 func (s *Server) liveSandboxes(ctx context.Context, c caller) (int, error) {
 	sbs, err := s.fleet.List(ctx, c.namespace)
 	if err != nil {
@@ -68,7 +70,7 @@ func (s *Server) liveSandboxes(ctx context.Context, c caller) (int, error) {
 			continue
 		}
 		if c.anonymous {
-			if rec, ok := s.recordOf(ctx, sb); !ok || rec.source != c.source {
+			if rec, ok := s.records.Of(ctx, sb); !ok || rec.Source != c.source {
 				continue
 			}
 		}

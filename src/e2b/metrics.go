@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c caller) {
 		s.fleetError(w, err, "read metrics")
 		return
 	}
-	writeJSON(w, http.StatusOK, []sandboxMetric{m})
+	writeJSON(w, http.StatusOK, []wire.SandboxMetric{m})
 }
 
 // maxBatchMetrics bounds the sandboxes one batch metrics call reads.
@@ -49,7 +50,7 @@ func (s *Server) batchMetrics(w http.ResponseWriter, r *http.Request, c caller) 
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("at most %d sandbox_ids per call", maxBatchMetrics))
 		return
 	}
-	out := batchMetricsResponse{Sandboxes: map[string]sandboxMetric{}}
+	out := wire.BatchMetricsResponse{Sandboxes: map[string]wire.SandboxMetric{}}
 	for _, id := range ids {
 		sb, err := s.fleet.Find(r.Context(), c.namespace, id)
 		if err != nil {
@@ -63,16 +64,16 @@ func (s *Server) batchMetrics(w http.ResponseWriter, r *http.Request, c caller) 
 }
 
 // readMetric reads sb's usage from its node.
-func (s *Server) readMetric(ctx context.Context, sb fleet.Sandbox) (sandboxMetric, error) {
+func (s *Server) readMetric(ctx context.Context, sb fleet.Sandbox) (wire.SandboxMetric, error) {
 	st, err := s.fleet.Stats(ctx, sb)
 	if err != nil {
-		return sandboxMetric{}, err
+		return wire.SandboxMetric{}, err
 	}
 	at := st.MeasuredAt
 	if at.IsZero() {
 		at = s.cfg.Clock.Now()
 	}
-	return sandboxMetric{
+	return wire.SandboxMetric{
 		Timestamp: at.UTC(), TimestampUnix: at.Unix(), CPUCount: st.CPUCount,
 		MemUsed: st.MemUsedBytes, MemTotal: st.MemTotalBytes,
 	}, nil

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 )
 
 // FuzzCreateBody feeds arbitrary bodies to POST /sandboxes' decoding and
@@ -22,7 +24,7 @@ func FuzzCreateBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/sandboxes", bytes.NewReader(body))
-		var req newSandboxRequest
+		var req wire.NewSandboxRequest
 		if !decodeBody(w, r, &req, false) {
 			if w.Code != http.StatusBadRequest || !bytes.Contains(w.Body.Bytes(), []byte(`"message"`)) {
 				t.Fatalf("a refused body got %d %q", w.Code, w.Body.String())

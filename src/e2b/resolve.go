@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/records"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -23,7 +25,7 @@ type source struct {
 	Key   sandbox.PoolKey
 	Alias string
 	// Promoted is a template a build published; At are its holders.
-	Promoted *published
+	Promoted *catalog.Published
 	// Checkpoint is a snapshot to branch from.
 	Checkpoint *sandboxd.Checkpoint
 	// CheckpointNode is the address of the node that lists Checkpoint.
@@ -50,7 +52,7 @@ func (s *Server) resolveSource(ctx context.Context, namespace, ref string) (sour
 		}
 		return source{Key: ck.Key.WithDefaults(), Checkpoint: &ck, CheckpointNode: node}, nil
 	}
-	p, ok, err := s.catalog.lookup(ctx, namespace, ref)
+	p, ok, err := s.catalog.Lookup(ctx, namespace, ref)
 	switch {
 	case ok:
 		return source{Key: p.Key, Alias: p.Name, Promoted: p}, nil
@@ -117,7 +119,7 @@ func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src sour
 		})
 		if errors.Is(err, fleet.ErrNoTemplate) {
 			// Deleted or replaced since the catalog was read.
-			s.catalog.invalidate()
+			s.catalog.Invalidate()
 		}
 		return cl, err
 	default:
@@ -138,7 +140,7 @@ func (s *Server) reportedTemplate(key sandbox.PoolKey) string {
 
 // aliasOf is the alias a sandbox of key reports: a published template's
 // name, else the alias it was created through (see aliasFor).
-func (s *Server) aliasOf(key sandbox.PoolKey, rec *record) string {
+func (s *Server) aliasOf(key sandbox.PoolKey, rec *records.Record) string {
 	if _, name, _, ok := build.ParsePublished(key.Template); ok {
 		return name
 	}

@@ -15,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/records"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
@@ -31,7 +34,7 @@ const (
 )
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller) {
-	var req newSandboxRequest
+	var req wire.NewSandboxRequest
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
@@ -79,11 +82,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 
-	rec := record{
-		namespace: c.namespace, source: c.source, templateID: req.TemplateID, alias: alias,
-		metadata: req.Metadata, internet: req.AllowInternetAccess, autoPause: autoPause, autoResume: autoResume,
+	rec := records.Record{
+		Namespace: c.namespace, Source: c.source, TemplateID: req.TemplateID, Alias: alias,
+		Metadata: req.Metadata, Internet: req.AllowInternetAccess, AutoPause: autoPause, AutoResume: autoResume,
 	}
-	labels, err := labelsOf(rec)
+	labels, err := records.Labels(rec)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -101,7 +104,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	created := false
-	defer func() { admitted.done(created) }()
+	defer func() { admitted.Done(created) }()
 
 	// allowInternetAccess false (or denyOut of everything, read into it
 	// above) is sandboxd's "egress": false: no egress policy at all, on
@@ -119,10 +122,10 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, c caller)
 		s.fleetError(w, err, "claim")
 		return
 	}
-	rec.deadline = claimed.Deadline
-	s.tracked.put(claimed.ID, rec)
+	rec.Deadline = claimed.Deadline
+	s.records.Put(claimed.ID, rec)
 	created = true
-	writeJSON(w, http.StatusCreated, s.sandboxResponse(claimed.Sandbox, alias, access))
+	writeJSON(w, http.StatusCreated, s.renderSandbox(claimed.Sandbox, alias, access))
 }
 
 // errEnvdInit: the claimed sandbox's envd could not be initialized, and the
@@ -160,12 +163,12 @@ func (s *Server) claimReady(ctx context.Context, namespace string, src source, k
 // on a create that would not do what it asked. It returns the 400 message.
 // It also reads network.denyOut [0.0.0.0/0] into allow_internet_access
 // false, the one network rule sandboxd's lanes express.
-func validateCreate(req *newSandboxRequest) string {
+func validateCreate(req *wire.NewSandboxRequest) string {
 	switch {
 	case strings.TrimSpace(req.TemplateID) == "":
 		return "templateID is required"
 	}
-	if err := validTemplateID(req.TemplateID); err != nil {
+	if err := catalog.ValidTemplateID(req.TemplateID); err != nil {
 		return "invalid templateID: " + err.Error()
 	}
 	switch {
@@ -224,7 +227,7 @@ const allTraffic = "0.0.0.0/0"
 
 // deniesAllEgress reports whether n says only "deny all outbound
 // traffic", the one egress rule sandboxd's lanes can honour.
-func deniesAllEgress(n *networkConfig) bool {
+func deniesAllEgress(n *wire.NetworkConfig) bool {
 	return len(n.DenyOut) == 1 && strings.TrimSpace(n.DenyOut[0]) == allTraffic && len(n.AllowOut) == 0 &&
 		!isSet(n.Rules) && !isSet(n.EgressProxy) && (n.MaskRequestHost == nil || *n.MaskRequestHost == "")
 }
@@ -252,9 +255,9 @@ func isSet(raw []byte) bool {
 // aliasFor is the alias a sandbox of key was created through: the one this
 // process remembers, else the first alias (by name) that names key's image
 // and size, so every replica reports the same one.
-func (s *Server) aliasFor(key sandbox.PoolKey, rec *record) string {
-	if rec != nil && rec.alias != "" {
-		return rec.alias
+func (s *Server) aliasFor(key sandbox.PoolKey, rec *records.Record) string {
+	if rec != nil && rec.Alias != "" {
+		return rec.Alias
 	}
 	size := cmp.Or(key.Size, sandbox.DefaultSize)
 	var found []string
@@ -270,9 +273,11 @@ func (s *Server) aliasFor(key sandbox.PoolKey, rec *record) string {
 	return found[0]
 }
 
-func (s *Server) sandboxResponse(sb fleet.Sandbox, alias, access string) sandboxResponse {
+// renderSandbox is e2b's Sandbox for sb: what create, connect and resume
+// answer, with the envd access token the caller uses from then on.
+func (s *Server) renderSandbox(sb fleet.Sandbox, alias, access string) wire.SandboxResponse {
 	traffic := envdtoken.Traffic(access)
-	return sandboxResponse{
+	return wire.SandboxResponse{
 		TemplateID: s.reportedTemplate(sb.Key), SandboxID: dnsID(sb.ID), Alias: alias, ClientID: clientID,
 		EnvdVersion: s.cfg.EnvdVersion, EnvdAccessToken: access, TrafficAccessToken: &traffic, Domain: s.cfg.Domain,
 	}
@@ -286,13 +291,13 @@ func (s *Server) releaseQuietly(sb fleet.Sandbox) {
 	if err := s.fleet.Release(ctx, sb); err != nil && !errors.Is(err, fleet.ErrNotFound) && !errors.Is(err, sandboxd.ErrNotFound) {
 		s.log.Error("e2b: could not release an abandoned sandbox; its lease will reap it", "sandbox", sb.ID, "err", err)
 	}
-	s.tracked.drop(sb.ID)
+	s.records.Drop(sb.ID)
 }
 
 // listed renders a sandbox for a list or get.
-func (s *Server) listed(ctx context.Context, sb fleet.Sandbox) listedSandbox {
-	var recp *record
-	if rec, ok := s.recordOf(ctx, sb); ok {
+func (s *Server) listed(ctx context.Context, sb fleet.Sandbox) wire.ListedSandbox {
+	var recp *records.Record
+	if rec, ok := s.records.Of(ctx, sb); ok {
 		recp = &rec
 	}
 	// A list reports the tier's figures; a GET reads the node's own.
@@ -300,17 +305,17 @@ func (s *Server) listed(ctx context.Context, sb fleet.Sandbox) listedSandbox {
 	if !ok {
 		res, _ = sandbox.SizeOf(sandbox.DefaultSize)
 	}
-	out := listedSandbox{
+	out := wire.ListedSandbox{
 		TemplateID: s.reportedTemplate(sb.Key), Alias: s.aliasOf(sb.Key, recp), SandboxID: dnsID(sb.ID),
 		ClientID: clientID, StartedAt: sb.ClaimedAt.UTC(), EndAt: sb.Deadline.UTC(),
-		CPUCount: res.CPUCount, MemoryMB: res.MemoryMiB, State: stateRunning, EnvdVersion: s.cfg.EnvdVersion,
+		CPUCount: res.CPUCount, MemoryMB: res.MemoryMiB, State: wire.StateRunning, EnvdVersion: s.cfg.EnvdVersion,
 		Metadata: map[string]string{},
 	}
 	if sb.Paused {
-		out.State = statePaused
+		out.State = wire.StatePaused
 	}
-	if recp != nil && recp.metadata != nil {
-		out.Metadata = recp.metadata
+	if recp != nil && recp.Metadata != nil {
+		out.Metadata = recp.Metadata
 	}
 	return out
 }
@@ -324,7 +329,7 @@ type listFilter struct {
 	template     string
 }
 
-func (f *listFilter) match(s *Server, l *listedSandbox) bool {
+func (f *listFilter) match(s *Server, l *wire.ListedSandbox) bool {
 	if !f.states[l.State] {
 		return false
 	}
@@ -372,12 +377,12 @@ func parseMetadataQuery(raw string) (map[string]string, error) {
 
 // listAll returns the caller's sandboxes that pass f, sorted by start
 // time (then id) in the given direction.
-func (s *Server) listAll(ctx context.Context, c caller, f *listFilter, desc bool) ([]listedSandbox, error) {
+func (s *Server) listAll(ctx context.Context, c caller, f *listFilter, desc bool) ([]wire.ListedSandbox, error) {
 	sbs, err := s.fleet.List(ctx, c.namespace)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]listedSandbox, 0, len(sbs))
+	out := make([]wire.ListedSandbox, 0, len(sbs))
 	for _, sb := range sbs {
 		if sb.Namespace != c.namespace {
 			continue // a fleet must scope; never trust it to
@@ -387,7 +392,7 @@ func (s *Server) listAll(ctx context.Context, c caller, f *listFilter, desc bool
 			out = append(out, l)
 		}
 	}
-	slices.SortFunc(out, func(a, b listedSandbox) int {
+	slices.SortFunc(out, func(a, b wire.ListedSandbox) int {
 		c := cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.SandboxID, b.SandboxID))
 		if desc {
 			return -c
@@ -404,7 +409,7 @@ func (s *Server) listSandboxesV1(w http.ResponseWriter, r *http.Request, c calle
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	f := &listFilter{metadata: md, states: map[string]bool{stateRunning: true}}
+	f := &listFilter{metadata: md, states: map[string]bool{wire.StateRunning: true}}
 	out, err := s.listAll(r.Context(), c, f, false)
 	if err != nil {
 		s.fleetError(w, err, "list")
@@ -424,14 +429,14 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 	}
 	f := &listFilter{metadata: md, states: map[string]bool{}, template: q.Get("template")}
 	if f.template != "" {
-		if err := validTemplateID(f.template); err != nil {
+		if err := catalog.ValidTemplateID(f.template); err != nil {
 			writeError(w, http.StatusBadRequest, "invalid template: "+err.Error())
 			return
 		}
 	}
 	for _, v := range q["state"] {
 		for _, st := range strings.Split(v, ",") {
-			if st != stateRunning && st != statePaused {
+			if st != wire.StateRunning && st != wire.StatePaused {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid state %q: want running or paused", st))
 				return
 			}
@@ -439,7 +444,7 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 		}
 	}
 	if len(f.states) == 0 {
-		f.states[stateRunning], f.states[statePaused] = true, true
+		f.states[wire.StateRunning], f.states[wire.StatePaused] = true, true
 	}
 	if v := q.Get("startedAfter"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
@@ -469,7 +474,7 @@ func (s *Server) listSandboxesV2(w http.ResponseWriter, r *http.Request, c calle
 	}
 	start := 0
 	if after != nil {
-		start = sandbox.ResumeAfter(all, *after, func(l listedSandbox, c cursor) int { return c.compare(l.StartedAt, l.SandboxID, desc) })
+		start = sandbox.ResumeAfter(all, *after, func(l wire.ListedSandbox, c cursor) int { return c.compare(l.StartedAt, l.SandboxID, desc) })
 	}
 	page := all[start:min(start+limit, len(all))]
 	if start+limit < len(all) {
@@ -551,24 +556,24 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	if !ok {
 		return
 	}
-	onExpire := ""           // the node's expiry action, when its row was read
-	var mounts []volumeMount // the node's volumes, when its row was read
+	onExpire := ""                // the node's expiry action, when its row was read
+	var mounts []wire.VolumeMount // the node's volumes, when its row was read
 	if row != nil {
 		onExpire = cmp.Or(row.OnExpire, sandboxd.ExpireDestroy)
 		for _, v := range row.Volumes {
-			mounts = append(mounts, volumeMount{Name: v.Name, Path: v.Mount})
+			mounts = append(mounts, wire.VolumeMount{Name: v.Name, Path: v.Mount})
 		}
 	}
-	d := sandboxDetail{listedSandbox: s.listed(r.Context(), sb), Domain: s.cfg.Domain, VolumeMounts: mounts}
-	if rec, ok := s.recordOf(r.Context(), sb); ok {
-		d.AllowInternetAccess = rec.internet
-		if rec.internet != nil && !*rec.internet {
-			d.Network = &networkInfo{DenyOut: []string{allTraffic}}
+	d := wire.SandboxDetail{ListedSandbox: s.listed(r.Context(), sb), Domain: s.cfg.Domain, VolumeMounts: mounts}
+	if rec, ok := s.records.Of(r.Context(), sb); ok {
+		d.AllowInternetAccess = rec.Internet
+		if rec.Internet != nil && !*rec.Internet {
+			d.Network = &wire.NetworkInfo{DenyOut: []string{allTraffic}}
 		}
-		d.Lifecycle = &lifecycleInfo{AutoResume: rec.autoResume, OnTimeout: "kill"}
+		d.Lifecycle = &wire.LifecycleInfo{AutoResume: rec.AutoResume, OnTimeout: "kill"}
 		// The node's on_expire is what happens at the timeout; the
 		// create's choice stands in when the row could not be read.
-		if onExpire == sandboxd.ExpireArchive || onExpire == "" && rec.autoPause {
+		if onExpire == sandboxd.ExpireArchive || onExpire == "" && rec.AutoPause {
 			d.Lifecycle.OnTimeout = "pause"
 		}
 	}
@@ -589,11 +594,11 @@ func (s *Server) killSandbox(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	if err := s.fleet.Release(r.Context(), sb); err != nil {
 		if errors.Is(err, fleet.ErrNotFound) || errors.Is(err, sandboxd.ErrNotFound) {
-			s.tracked.drop(sb.ID)
+			s.records.Drop(sb.ID)
 		}
 		s.fleetError(w, err, "kill")
 		return
 	}
-	s.tracked.drop(sb.ID)
+	s.records.Drop(sb.ID)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -19,8 +19,12 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/admission"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/records"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -42,20 +46,21 @@ const (
 
 // Server serves e2b's control REST API over a Fleet. It is an http.Handler.
 type Server struct {
-	cfg     Config
-	fleet   Fleet
-	log     *slog.Logger
-	tracked *tracker
-	admit   *admission
-	catalog *catalog
-	rows    *nodeRows
+	cfg   Config
+	fleet Fleet
+	log   *slog.Logger
+	// records are what each sandbox's create chose (metadata, alias,
+	// lifecycle), cached in front of its claim labels.
+	records *records.Store
+	admit   *admission.CreateGate
+	catalog *catalog.Catalog
 	// builds is nil when the build API is off.
 	builds *build.Manager
 	// snapshotLocks and uploadLocks serialize the quota checks of a
-	// namespace's snapshots and uploads (see keyedLock).
-	snapshotLocks keyedLock
-	uploadLocks   keyedLock
-	uploads       *uploadsInFlight
+	// namespace's snapshots and uploads (see admission.KeyedLock).
+	snapshotLocks admission.KeyedLock
+	uploadLocks   admission.KeyedLock
+	uploads       *admission.UploadsInFlight
 	// table is what mux serves, kept so Routes can list it.
 	table []route
 	mux   *http.ServeMux
@@ -77,22 +82,22 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tracked: newTracker(cfg.MaxTracked, cfg.Clock),
-		admit: newAdmission(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
+	s := &Server{cfg: cfg, log: cfg.Logger,
+		admit: admission.NewCreateGate(rate.Limit(max(cfg.CreateRate, 0)), cfg.CreateBurst, max(cfg.MaxSandboxes, 0), cfg.Clock)}
 	s.fleet = newLiveFleet(f, cfg.Clock, func(sb fleet.Sandbox) {
 		s.log.Info("e2b: releasing a sandbox whose machine failed", "sandbox", sb.ID, "reason", sb.Failed)
-		s.tracked.drop(sb.ID)
+		s.records.Drop(sb.ID)
 	})
 	f = s.fleet
-	s.catalog = newCatalog(f, cfg.Clock, cfg.Logger)
-	s.rows = newNodeRows(f, cfg.Clock)
+	s.catalog = catalog.New(f, cfg.Clock, cfg.Logger)
+	s.records = records.NewStore(cfg.MaxTracked, f, cfg.Clock, cfg.Logger)
 	if b := cfg.Builds; b != nil {
 		clk, _ := cfg.Clock.(clock.Clock)
 		s.builds = build.NewManager(build.Config{
 			Parallel: b.Parallel, Timeout: b.Timeout, LogLines: b.LogLines, Clock: clk, Logger: cfg.Logger,
 			Expired: s.dropExpiredUploads,
 		}, s.runBuild)
-		s.uploads = &uploadsInFlight{}
+		s.uploads = &admission.UploadsInFlight{}
 		if d, ok := b.Store.(interface{ SetAdmission(buildstore.Admission) }); ok {
 			d.SetAdmission(s.admitUpload)
 		}
@@ -262,7 +267,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers status with e2b's {"code","message"} body.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Code: status, Message: msg})
+	writeJSON(w, status, wire.ErrorBody{Code: status, Message: msg})
 }
 
 func writeNotFound(w http.ResponseWriter) {

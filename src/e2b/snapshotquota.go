@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/admission"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -22,9 +23,9 @@ func (s *Server) admitSnapshot(w http.ResponseWriter, r *http.Request, c caller,
 	if s.cfg.MaxSnapshots <= 0 && s.cfg.MaxSnapshotBytes <= 0 {
 		return func() {}, true
 	}
-	unlock = s.snapshotLocks.lock(c.namespace)
+	unlock = s.snapshotLocks.Lock(c.namespace)
 	n, held := s.countSnapshots(r.Context(), c.namespace)
-	switch next := snapshotBound(key); {
+	switch next := admission.SnapshotBound(key); {
 	case s.cfg.MaxSnapshots > 0 && n >= s.cfg.MaxSnapshots:
 		unlock()
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
@@ -41,13 +42,6 @@ func (s *Server) admitSnapshot(w http.ResponseWriter, r *http.Request, c caller,
 	return unlock, true
 }
 
-// snapshotBound is the most a snapshot of a sandbox of key can hold: its
-// size tier's disk, or 0 for a tier without a disk bound.
-func snapshotBound(key sandbox.PoolKey) int64 {
-	tier, _ := sandbox.SizeOf(key.WithDefaults().Size)
-	return int64(tier.DiskMiB) << 20
-}
-
 // countSnapshots counts the namespace's checkpoints on every node that
 // answers, and the bytes they may hold. A node that does not answer
 // contributes none: its snapshots cannot be claimed either until it is
@@ -61,7 +55,7 @@ func (s *Server) countSnapshots(ctx context.Context, namespace string) (n int, b
 		for _, ck := range node.Checkpoints {
 			if strings.HasPrefix(ck.Name, namespace+":") {
 				n++
-				bytes += snapshotBound(ck.Key)
+				bytes += admission.SnapshotBound(ck.Key)
 			}
 		}
 	}

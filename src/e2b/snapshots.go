@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -29,12 +30,12 @@ func scopedName(namespace, name string) string { return namespace + ":" + name }
 
 // snapshotOf renders a checkpoint of namespace as e2b's SnapshotInfo, and
 // false when the checkpoint is not the namespace's.
-func snapshotOf(namespace string, ck sandboxd.Checkpoint) (snapshotInfo, bool) {
+func snapshotOf(namespace string, ck sandboxd.Checkpoint) (wire.SnapshotInfo, bool) {
 	name, ok := strings.CutPrefix(ck.Name, namespace+":")
 	if !ok {
-		return snapshotInfo{}, false
+		return wire.SnapshotInfo{}, false
 	}
-	out := snapshotInfo{SnapshotID: ck.ID, Names: []string{}}
+	out := wire.SnapshotInfo{SnapshotID: ck.ID, Names: []string{}}
 	if name != "" {
 		out.Names = []string{name}
 	}
@@ -45,7 +46,7 @@ func snapshotOf(namespace string, ck sandboxd.Checkpoint) (snapshotInfo, bool) {
 // of the running sandbox, 201 with its id; 429 at the namespace's
 // snapshot cap.
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, c caller) {
-	var req snapshotRequest
+	var req wire.SnapshotRequest
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
@@ -108,7 +109,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller)
 	if v := q.Get("sandboxID"); v != "" {
 		id, ok := sandbox.CanonicalID(v)
 		if !ok {
-			writeJSON(w, http.StatusOK, []snapshotInfo{})
+			writeJSON(w, http.StatusOK, []wire.SnapshotInfo{})
 			return
 		}
 		wantSandbox = id
@@ -133,7 +134,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, c caller)
 		start = sandbox.ResumeAfter(matched, *after, func(ck sandboxd.Checkpoint, c cursor) int { return c.compare(ck.CreatedAt, ck.ID, true) })
 	}
 	page := matched[start:min(start+limit, len(matched))]
-	out := make([]snapshotInfo, 0, len(page))
+	out := make([]wire.SnapshotInfo, 0, len(page))
 	for _, ck := range page {
 		info, _ := snapshotOf(c.namespace, ck)
 		out = append(out, info)

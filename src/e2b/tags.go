@@ -11,14 +11,16 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
 // Template tags. Each tag of a template is its own promoted template on
 // sandboxd (build.PublishedName), labelled with the build it holds
-// (buildLabel). Assigning a tag re-promotes a clone of the target under
-// the tag's name, so the tag moves in one step on the node, which
+// (catalog.BuildLabel). Assigning a tag re-promotes a clone of the target
+// under the tag's name, so the tag moves in one step on the node, which
 // sandboxd makes atomic: a create of "name:tag" gets the old build or the
 // new one, never a missing template.
 
@@ -29,31 +31,6 @@ const tagCopyClaimPrefix = "e2b-tag-"
 // tagCopyTTL bounds that claim's lease: a process that dies mid-copy
 // leaves nothing claimed past it.
 const tagCopyTTL = 5 * time.Minute
-
-// assignTagsRequest is POST /templates/tags (AssignTemplateTagsRequest).
-type assignTagsRequest struct {
-	Target string   `json:"target"`
-	Tags   []string `json:"tags"`
-}
-
-// assignedTags answers it (AssignedTemplateTags).
-type assignedTags struct {
-	BuildID string   `json:"buildID"`
-	Tags    []string `json:"tags"`
-}
-
-// deleteTagsRequest is DELETE /templates/tags (DeleteTemplateTagsRequest).
-type deleteTagsRequest struct {
-	Name string   `json:"name"`
-	Tags []string `json:"tags"`
-}
-
-// templateTag is one row of GET /templates/{templateID}/tags (TemplateTag).
-type templateTag struct {
-	Tag       string    `json:"tag"`
-	BuildID   string    `json:"buildID"`
-	CreatedAt time.Time `json:"createdAt"`
-}
 
 // checkTags validates the tags of a request for the namespace's template
 // name, without repeats; msg says what is wrong.
@@ -81,7 +58,7 @@ func checkTags(namespace, name string, tags []string) (out []string, msg string)
 // assignTags is POST /templates/tags: the tags now hold the build the
 // target ("name:tag", or "name" for its default tag) holds.
 func (s *Server) assignTags(w http.ResponseWriter, r *http.Request, c caller) {
-	var req assignTagsRequest
+	var req wire.AssignTagsRequest
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
@@ -99,7 +76,7 @@ func (s *Server) assignTags(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	target, ok, err := s.catalog.lookup(r.Context(), c.namespace, req.Target)
+	target, ok, err := s.catalog.Lookup(r.Context(), c.namespace, req.Target)
 	if err != nil {
 		s.fleetError(w, err, "look the target up")
 		return
@@ -114,13 +91,13 @@ func (s *Server) assignTags(w http.ResponseWriter, r *http.Request, c caller) {
 		s.fleetError(w, err, "assign the tags")
 		return
 	}
-	writeJSON(w, http.StatusCreated, assignedTags{BuildID: target.BuildID, Tags: tags})
+	writeJSON(w, http.StatusCreated, wire.AssignedTags{BuildID: target.BuildID, Tags: tags})
 }
 
 // copyTags publishes target's content under each of tags: a clone of it
 // claimed at a node that holds it, promoted once per tag, then released.
-func (s *Server) copyTags(ctx context.Context, target *published, tags []string) error {
-	defer s.catalog.invalidate()
+func (s *Server) copyTags(ctx context.Context, target *catalog.Published, tags []string) error {
+	defer s.catalog.Invalidate()
 	ref := sandbox.ClaimRef{Namespace: target.Namespace, Name: tagCopyClaimPrefix + strings.ToLower(rand.Text()[:16])}
 	src := source{Key: target.Key, Alias: target.Name, Promoted: target}
 	claimed, err := s.claimSource(ctx, ref, src, target.Key, int(tagCopyTTL/time.Second), nil, claimTerms{})
@@ -146,7 +123,7 @@ func (s *Server) copyTags(ctx context.Context, target *published, tags []string)
 // removeTags is DELETE /templates/tags: the tags of the named template
 // are removed, all of them or, when one is missing, none.
 func (s *Server) removeTags(w http.ResponseWriter, r *http.Request, c caller) {
-	var req deleteTagsRequest
+	var req wire.DeleteTagsRequest
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
@@ -163,9 +140,9 @@ func (s *Server) removeTags(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	found := make([]*published, 0, len(tags))
+	found := make([]*catalog.Published, 0, len(tags))
 	for _, t := range tags {
-		p, ok, err := s.catalog.lookup(r.Context(), c.namespace, req.Name+":"+t)
+		p, ok, err := s.catalog.Lookup(r.Context(), c.namespace, req.Name+":"+t)
 		if err != nil {
 			s.fleetError(w, err, "look the tag up")
 			return
@@ -176,7 +153,7 @@ func (s *Server) removeTags(w http.ResponseWriter, r *http.Request, c caller) {
 		}
 		found = append(found, p)
 	}
-	defer s.catalog.invalidate()
+	defer s.catalog.Invalidate()
 	for _, p := range found {
 		// Only the build that was read: a tag moved meanwhile stays.
 		err := s.unpublish(r.Context(), p, p.Digest)
@@ -195,7 +172,7 @@ func (s *Server) removeTags(w http.ResponseWriter, r *http.Request, c caller) {
 // getTags is GET /templates/{templateID}/tags: every tag of the template,
 // with the build it holds.
 func (s *Server) getTags(w http.ResponseWriter, r *http.Request, c caller, ref string) {
-	tags, err := s.catalog.tags(r.Context(), c.namespace, ref)
+	tags, err := s.catalog.Tags(r.Context(), c.namespace, ref)
 	if err != nil {
 		s.fleetError(w, err, "read the tags")
 		return
@@ -204,9 +181,9 @@ func (s *Server) getTags(w http.ResponseWriter, r *http.Request, c caller, ref s
 		writeError(w, http.StatusNotFound, "template not found")
 		return
 	}
-	out := make([]templateTag, 0, len(tags))
+	out := make([]wire.TemplateTag, 0, len(tags))
 	for _, p := range tags {
-		out = append(out, templateTag{Tag: p.Tag, BuildID: p.BuildID, CreatedAt: p.Created})
+		out = append(out, wire.TemplateTag{Tag: p.Tag, BuildID: p.BuildID, CreatedAt: p.Created})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -19,16 +21,16 @@ import (
 
 // templateRows renders the namespace's templates: the published ones,
 // then those with a build in this process that has not published yet.
-func (s *Server) templateRows(ctx context.Context, namespace string) ([]templateListed, error) {
-	pubs, err := s.catalog.list(ctx, namespace)
+func (s *Server) templateRows(ctx context.Context, namespace string) ([]wire.TemplateListed, error) {
+	pubs, err := s.catalog.List(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
-	rows := []templateListed{}
+	rows := []wire.TemplateListed{}
 	seen := map[string]int{}
 	for _, p := range pubs {
 		seen[p.TemplateID] = len(rows)
-		rows = append(rows, templateListed{
+		rows = append(rows, wire.TemplateListed{
 			TemplateID: p.TemplateID, BuildID: p.BuildID, BuildStatus: string(build.Ready),
 			CPUCount: p.CPUCount, MemoryMB: p.MemoryMB, EnvdVersion: s.cfg.EnvdVersion,
 			Aliases: []string{p.Name}, Names: []string{p.Name}, CreatedAt: p.Created, UpdatedAt: p.Created,
@@ -40,7 +42,7 @@ func (s *Server) templateRows(ctx context.Context, namespace string) ([]template
 	}
 	for _, b := range s.builds.Builds(namespace) {
 		v := b.View(0, 1)
-		row := templateListed{
+		row := wire.TemplateListed{
 			TemplateID: b.TemplateID, BuildID: b.ID, BuildStatus: string(v.Status),
 			CPUCount: v.Spec.CPUCount, MemoryMB: v.Spec.MemoryMB, EnvdVersion: s.cfg.EnvdVersion,
 			Aliases: []string{b.Name}, Names: []string{b.Name}, CreatedAt: v.Created, UpdatedAt: v.Updated,
@@ -75,21 +77,21 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c caller)
 // builds this process knows of, or the published build alone.
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c caller) {
 	id := r.PathValue("templateID")
-	tags, err := s.catalog.tags(r.Context(), c.namespace, id)
+	tags, err := s.catalog.Tags(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "get the template")
 		return
 	}
 	ok := len(tags) > 0
-	var out templateDetail
+	var out wire.TemplateDetail
 	if ok {
 		p := tags[0]
-		out = templateDetail{
+		out = wire.TemplateDetail{
 			TemplateID: p.TemplateID, Aliases: []string{p.Name}, Names: []string{p.Name},
 			CreatedAt: p.Created, UpdatedAt: p.Created,
 		}
 		// One build per distinct build the tags hold, oldest first.
-		slices.SortFunc(tags, func(a, b *published) int { return a.Created.Compare(b.Created) })
+		slices.SortFunc(tags, func(a, b *catalog.Published) int { return a.Created.Compare(b.Created) })
 		seen := map[string]bool{}
 		for _, p := range tags {
 			if seen[p.BuildID] {
@@ -97,7 +99,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c caller) {
 			}
 			seen[p.BuildID] = true
 			finished := p.Created
-			out.Builds = append(out.Builds, templateBuild{
+			out.Builds = append(out.Builds, wire.TemplateBuild{
 				BuildID: p.BuildID, Status: string(build.Ready), CPUCount: p.CPUCount, MemoryMB: p.MemoryMB,
 				EnvdVersion: s.cfg.EnvdVersion, CreatedAt: p.Created, UpdatedAt: p.Created, FinishedAt: &finished,
 			})
@@ -115,9 +117,9 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c caller) {
 			v := b.View(0, 1)
 			if !ok {
 				ok = true
-				out = templateDetail{TemplateID: b.TemplateID, Aliases: []string{b.Name}, Names: []string{b.Name}, CreatedAt: v.Created}
+				out = wire.TemplateDetail{TemplateID: b.TemplateID, Aliases: []string{b.Name}, Names: []string{b.Name}, CreatedAt: v.Created}
 			}
-			tb := templateBuild{
+			tb := wire.TemplateBuild{
 				BuildID: b.ID, Status: string(v.Status), CPUCount: v.Spec.CPUCount, MemoryMB: v.Spec.MemoryMB,
 				EnvdVersion: s.cfg.EnvdVersion, CreatedAt: v.Created, UpdatedAt: v.Updated,
 			}
@@ -158,17 +160,17 @@ func (s *Server) templateSubresource(w http.ResponseWriter, r *http.Request, c c
 // exist, so no caller learns what another namespace built.
 func (s *Server) getAlias(w http.ResponseWriter, r *http.Request, c caller, alias string) {
 	if _, ok := s.cfg.Aliases[alias]; ok {
-		writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: alias, Public: true})
+		writeJSON(w, http.StatusOK, wire.TemplateAliasResponse{TemplateID: alias, Public: true})
 		return
 	}
 	if name, _ := build.SplitRef(alias); build.ValidName(name) == nil {
-		p, ok, err := s.catalog.lookup(r.Context(), c.namespace, alias)
+		p, ok, err := s.catalog.Lookup(r.Context(), c.namespace, alias)
 		if err != nil {
 			s.fleetError(w, err, "look the alias up")
 			return
 		}
 		if ok && p.Name == name {
-			writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: p.TemplateID})
+			writeJSON(w, http.StatusOK, wire.TemplateAliasResponse{TemplateID: p.TemplateID})
 			return
 		}
 	}
@@ -197,9 +199,9 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller
 			return
 		}
 		// A build that published before it stopped is on the nodes now.
-		s.catalog.invalidate()
+		s.catalog.Invalidate()
 	}
-	tags, err := s.catalog.tags(r.Context(), c.namespace, id)
+	tags, err := s.catalog.Tags(r.Context(), c.namespace, id)
 	if err != nil {
 		s.fleetError(w, err, "delete the template")
 		return
@@ -208,7 +210,7 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, http.StatusNotFound, "template not found")
 		return
 	}
-	defer s.catalog.invalidate()
+	defer s.catalog.Invalidate()
 	if len(tags) > 0 {
 		templateID = tags[0].TemplateID
 	}
@@ -252,7 +254,7 @@ func (s *Server) builtTemplate(namespace, ref string) (templateID string, ok boo
 func (s *Server) dropExpiredUploads(namespace, templateID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	tags, err := s.catalog.tags(ctx, namespace, templateID)
+	tags, err := s.catalog.Tags(ctx, namespace, templateID)
 	if err != nil {
 		s.log.Warn("e2b: could not tell whether an expired build's template is published; its uploads are kept", "template", templateID, "err", err)
 		return
@@ -267,7 +269,7 @@ func (s *Server) dropExpiredUploads(namespace, templateID string) {
 
 // unpublish removes one published tag from every node that holds it;
 // digest, when set, removes only copies that still hold that content.
-func (s *Server) unpublish(ctx context.Context, p *published, digest string) error {
+func (s *Server) unpublish(ctx context.Context, p *catalog.Published, digest string) error {
 	for _, addr := range p.Holders {
 		if err := s.fleet.DeleteTemplate(ctx, addr, p.Key, digest); err != nil && !errors.Is(err, sandboxd.ErrNotFound) {
 			return err

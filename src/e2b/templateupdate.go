@@ -2,18 +2,9 @@ package e2b
 
 import (
 	"net/http"
+
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 )
-
-// templateUpdateRequest is PATCH /templates/{id} and /v2/templates/{id}
-// (TemplateUpdateRequest).
-type templateUpdateRequest struct {
-	Public *bool `json:"public,omitempty"`
-}
-
-// templateUpdateResponse answers the v2 route (TemplateUpdateResponse).
-type templateUpdateResponse struct {
-	Names []string `json:"names"`
-}
 
 // updateTemplate serves both PATCH routes. The one field e2b lets a caller
 // change is public; here every template is private to its API key's
@@ -22,11 +13,11 @@ type templateUpdateResponse struct {
 // answers 200 with no body, the v2 route the template's names, as e2b's.
 func (s *Server) updateTemplate(v2 bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c caller) {
-		var req templateUpdateRequest
+		var req wire.TemplateUpdateRequest
 		if !decodeBody(w, r, &req, false) {
 			return
 		}
-		tags, err := s.catalog.tags(r.Context(), c.namespace, r.PathValue("templateID"))
+		tags, err := s.catalog.Tags(r.Context(), c.namespace, r.PathValue("templateID"))
 		if err != nil {
 			s.fleetError(w, err, "read the template")
 			return
@@ -43,6 +34,6 @@ func (s *Server) updateTemplate(v2 bool) handlerFunc {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		writeJSON(w, http.StatusOK, templateUpdateResponse{Names: []string{tags[0].Name}})
+		writeJSON(w, http.StatusOK, wire.TemplateUpdateResponse{Names: []string{tags[0].Name}})
 	}
 }

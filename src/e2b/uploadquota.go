@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
 )
@@ -21,33 +20,6 @@ import (
 // upload past a bound at once. The S3 store takes uploads at the bucket,
 // so for it only the link is checked.
 
-// uploadsInFlight are the files and bytes of each namespace's uploads
-// being written: the store counts an archive only once it is complete.
-type uploadsInFlight struct {
-	mu sync.Mutex
-	by map[string]buildstore.Usage
-}
-
-func (u *uploadsInFlight) add(namespace string, d buildstore.Usage) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.by == nil {
-		u.by = map[string]buildstore.Usage{}
-	}
-	n := u.by[namespace].Add(d)
-	if n.Files <= 0 {
-		delete(u.by, namespace)
-		return
-	}
-	u.by[namespace] = n
-}
-
-func (u *uploadsInFlight) of(namespace string) buildstore.Usage {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.by[namespace]
-}
-
 // namespaceUploads adds up what the namespace's templates keep in the
 // store: those published, and those with a build in this process.
 func (s *Server) namespaceUploads(ctx context.Context, namespace string) (buildstore.Usage, error) {
@@ -55,7 +27,7 @@ func (s *Server) namespaceUploads(ctx context.Context, namespace string) (builds
 	for _, b := range s.builds.Builds(namespace) {
 		ids[b.TemplateID] = true
 	}
-	pubs, err := s.catalog.list(ctx, namespace)
+	pubs, err := s.catalog.List(ctx, namespace)
 	if err != nil {
 		return buildstore.Usage{}, fmt.Errorf("listing the templates of %s: %w", namespace, err)
 	}
@@ -70,7 +42,7 @@ func (s *Server) namespaceUploads(ctx context.Context, namespace string) (builds
 		}
 		total = total.Add(u)
 	}
-	return total.Add(s.uploads.of(namespace)), nil
+	return total.Add(s.uploads.Of(namespace)), nil
 }
 
 // uploadRoom is how many bytes the namespace may still upload in one more
@@ -99,7 +71,7 @@ func (s *Server) uploadRoom(ctx context.Context, namespace string) (int64, *buil
 // checkUploadLink refuses an upload link (413) when the namespace is at a
 // bound; ok is false once the answer is written.
 func (s *Server) checkUploadLink(w http.ResponseWriter, r *http.Request, c caller) bool {
-	unlock := s.uploadLocks.lock(c.namespace)
+	unlock := s.uploadLocks.Lock(c.namespace)
 	defer unlock()
 	_, refused, err := s.uploadRoom(r.Context(), c.namespace)
 	switch {
@@ -123,7 +95,7 @@ func (s *Server) admitUpload(ctx context.Context, templateID, _ string, declared
 	if !ok {
 		return 0, nil, &buildstore.Refusal{Status: http.StatusNotFound, Message: "the template has no build in progress on this server: request a build first"}
 	}
-	unlock := s.uploadLocks.lock(namespace)
+	unlock := s.uploadLocks.Lock(namespace)
 	defer unlock()
 	room, refused, err := s.uploadRoom(ctx, namespace)
 	switch {
@@ -140,9 +112,9 @@ func (s *Server) admitUpload(ctx context.Context, templateID, _ string, declared
 	if declared >= 0 {
 		reserved.Bytes = declared
 	}
-	s.uploads.add(namespace, reserved)
+	s.uploads.Add(namespace, reserved)
 	done := func(stored bool) {
-		s.uploads.add(namespace, buildstore.Usage{Files: -reserved.Files, Bytes: -reserved.Bytes})
+		s.uploads.Add(namespace, buildstore.Usage{Files: -reserved.Files, Bytes: -reserved.Bytes})
 		if _, kept := s.builds.Namespace(templateID); stored && !kept {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 			defer cancel()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -13,12 +14,6 @@ import (
 // create's volumeMounts become the claim's volumes, and the rest of the
 // Volume API is refused with the reason (see unsupported).
 
-// volumeListed is e2b's Volume: a catalog name is its id.
-type volumeListed struct {
-	VolumeID string `json:"volumeID"`
-	Name     string `json:"name"`
-}
-
 // listVolumes is GET /volumes: the volumes of the fleet's catalog some
 // node can mount now.
 func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, _ caller) {
@@ -27,10 +22,10 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, _ caller) {
 		s.fleetError(w, err, "read the volume catalog")
 		return
 	}
-	out := make([]volumeListed, 0, len(vols))
+	out := make([]wire.VolumeListed, 0, len(vols))
 	for _, v := range vols {
 		if v.Available {
-			out = append(out, volumeListed{VolumeID: v.Name, Name: v.Name})
+			out = append(out, wire.VolumeListed{VolumeID: v.Name, Name: v.Name})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -41,7 +36,7 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, _ caller) {
 // mounted read-write (sandboxd then lets no other sandbox mount it while
 // this one lives), any other read-only. The node checks the paths. ok is
 // false when the answer was written.
-func (s *Server) claimVolumes(w http.ResponseWriter, r *http.Request, mounts []volumeMount, src source) ([]sandboxd.VolumeMount, bool) {
+func (s *Server) claimVolumes(w http.ResponseWriter, r *http.Request, mounts []wire.VolumeMount, src source) ([]sandboxd.VolumeMount, bool) {
 	if len(mounts) == 0 {
 		return nil, true
 	}

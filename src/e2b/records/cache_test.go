@@ -1,4 +1,4 @@
-package e2b
+package records
 
 import (
 	"fmt"
@@ -8,12 +8,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-func TestTrackerBoundsAndExpiry(t *testing.T) {
+func TestCacheBoundsAndExpiry(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	now := clk.Now()
-	tr := newTracker(3, clk)
+	tr := newCache(3, clk)
 	for i := range 5 {
-		tr.put(fmt.Sprint("sb_", i), record{namespace: "ns", deadline: now.Add(time.Duration(10+i) * time.Second), metadata: map[string]string{"i": fmt.Sprint(i)}})
+		tr.put(fmt.Sprint("sb_", i), Record{Namespace: "ns", Deadline: now.Add(time.Duration(10+i) * time.Second), Metadata: map[string]string{"i": fmt.Sprint(i)}})
 	}
 	if tr.len() != 3 {
 		t.Fatalf("len = %d, want the bound 3", tr.len())
@@ -28,8 +28,8 @@ func TestTrackerBoundsAndExpiry(t *testing.T) {
 		t.Error("a record is visible from another namespace")
 	}
 	rec, _ := tr.get("ns", "sb_4")
-	rec.metadata["i"] = "changed"
-	if again, _ := tr.get("ns", "sb_4"); again.metadata["i"] != "4" {
+	rec.Metadata["i"] = "changed"
+	if again, _ := tr.get("ns", "sb_4"); again.Metadata["i"] != "4" {
 		t.Error("get hands out the stored map")
 	}
 	tr.extend("sb_2", now.Add(time.Hour))
@@ -38,7 +38,7 @@ func TestTrackerBoundsAndExpiry(t *testing.T) {
 	if _, ok := tr.get("ns", "sb_3"); ok {
 		t.Error("an expired record is served")
 	}
-	tr.put("sb_9", record{namespace: "ns", deadline: now.Add(time.Minute)})
+	tr.put("sb_9", Record{Namespace: "ns", Deadline: now.Add(time.Minute)})
 	if tr.len() != 2 {
 		t.Errorf("len after prune = %d, want 2 (sb_2, sb_9)", tr.len())
 	}

@@ -1,4 +1,4 @@
-package e2b
+package wire
 
 import (
 	"encoding/json"
@@ -8,9 +8,9 @@ import (
 // The JSON shapes of e2b's control API (spec/openapi.yml in e2b-dev/E2B),
 // limited to the fields this surface fills or reads.
 
-// newSandboxRequest is the body of POST /sandboxes and POST /v2/sandboxes.
+// NewSandboxRequest is the body of POST /sandboxes and POST /v2/sandboxes.
 // Every field the SDK sends is declared, so an unknown field is refused.
-type newSandboxRequest struct {
+type NewSandboxRequest struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int              `json:"timeout,omitempty"`
 	AutoPause           *bool             `json:"autoPause,omitempty"`
@@ -18,25 +18,25 @@ type newSandboxRequest struct {
 	AutoResume          json.RawMessage   `json:"autoResume,omitempty"`
 	Secure              *bool             `json:"secure,omitempty"`
 	AllowInternetAccess *bool             `json:"allow_internet_access,omitempty"`
-	Network             *networkConfig    `json:"network,omitempty"`
+	Network             *NetworkConfig    `json:"network,omitempty"`
 	Metadata            map[string]string `json:"metadata,omitempty"`
 	EnvVars             map[string]string `json:"envVars,omitempty"`
 	MCP                 json.RawMessage   `json:"mcp,omitempty"`
 	IAM                 json.RawMessage   `json:"iam,omitempty"`
-	VolumeMounts        []volumeMount     `json:"volumeMounts,omitempty"`
+	VolumeMounts        []VolumeMount     `json:"volumeMounts,omitempty"`
 }
 
-// volumeMount is e2b's SandboxVolumeMount: a catalog volume and where the
+// VolumeMount is e2b's SandboxVolumeMount: a catalog volume and where the
 // sandbox sees it.
-type volumeMount struct {
+type VolumeMount struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
 }
 
-// networkConfig is e2b's SandboxNetworkConfig. Only the fields that change
+// NetworkConfig is e2b's SandboxNetworkConfig. Only the fields that change
 // nothing about egress are honoured; the rest are refused because the
 // lanes cannot enforce them.
-type networkConfig struct {
+type NetworkConfig struct {
 	AllowPublicTraffic *bool           `json:"allowPublicTraffic,omitempty"`
 	AllowOut           []string        `json:"allowOut,omitempty"`
 	DenyOut            []string        `json:"denyOut,omitempty"`
@@ -46,42 +46,42 @@ type networkConfig struct {
 	HTTPSPorts         json.RawMessage `json:"httpsPorts,omitempty"`
 }
 
-// connectRequest is the body of POST /v2/sandboxes/{id}/connect and
+// ConnectRequest is the body of POST /v2/sandboxes/{id}/connect and
 // /sandboxes/{id}/connect.
-type connectRequest struct {
+type ConnectRequest struct {
 	Timeout *int  `json:"timeout,omitempty"`
 	Memory  *bool `json:"memory,omitempty"`
 }
 
-// resumeRequest is the body of the deprecated POST /sandboxes/{id}/resume.
-type resumeRequest struct {
+// ResumeRequest is the body of the deprecated POST /sandboxes/{id}/resume.
+type ResumeRequest struct {
 	Timeout   *int  `json:"timeout,omitempty"`
 	AutoPause *bool `json:"autoPause,omitempty"`
 }
 
-// timeoutRequest is the body of POST /sandboxes/{id}/timeout.
-type timeoutRequest struct {
+// TimeoutRequest is the body of POST /sandboxes/{id}/timeout.
+type TimeoutRequest struct {
 	Timeout *int `json:"timeout"`
 }
 
-// refreshRequest is the body of POST /sandboxes/{id}/refreshes.
-type refreshRequest struct {
+// RefreshRequest is the body of POST /sandboxes/{id}/refreshes.
+type RefreshRequest struct {
 	Duration *int `json:"duration,omitempty"`
 }
 
-// pauseRequest is the body of POST /sandboxes/{id}/pause.
-type pauseRequest struct {
+// PauseRequest is the body of POST /sandboxes/{id}/pause.
+type PauseRequest struct {
 	Memory *bool `json:"memory,omitempty"`
 }
 
-// snapshotRequest is the body of POST /sandboxes/{id}/snapshots.
-type snapshotRequest struct {
+// SnapshotRequest is the body of POST /sandboxes/{id}/snapshots.
+type SnapshotRequest struct {
 	Name string `json:"name,omitempty"`
 }
 
-// sandboxResponse is e2b's Sandbox: the answer to create, connect and
+// SandboxResponse is e2b's Sandbox: the answer to create, connect and
 // resume.
-type sandboxResponse struct {
+type SandboxResponse struct {
 	TemplateID         string  `json:"templateID"`
 	SandboxID          string  `json:"sandboxID"`
 	Alias              string  `json:"alias,omitempty"`
@@ -92,9 +92,9 @@ type sandboxResponse struct {
 	Domain             string  `json:"domain"`
 }
 
-// listedSandbox is e2b's ListedSandbox; sandboxDetail (GET one) adds the
+// ListedSandbox is e2b's ListedSandbox; SandboxDetail (GET one) adds the
 // access token and domain.
-type listedSandbox struct {
+type ListedSandbox struct {
 	TemplateID  string            `json:"templateID"`
 	Alias       string            `json:"alias,omitempty"`
 	SandboxID   string            `json:"sandboxID"`
@@ -109,36 +109,36 @@ type listedSandbox struct {
 	EnvdVersion string            `json:"envdVersion"`
 }
 
-type sandboxDetail struct {
-	listedSandbox
+type SandboxDetail struct {
+	ListedSandbox
 	AllowInternetAccess *bool          `json:"allowInternetAccess,omitempty"`
 	EnvdAccessToken     string         `json:"envdAccessToken,omitempty"`
 	Domain              string         `json:"domain"`
-	Lifecycle           *lifecycleInfo `json:"lifecycle,omitempty"`
-	Network             *networkInfo   `json:"network,omitempty"`
-	VolumeMounts        []volumeMount  `json:"volumeMounts,omitempty"`
+	Lifecycle           *LifecycleInfo `json:"lifecycle,omitempty"`
+	Network             *NetworkInfo   `json:"network,omitempty"`
+	VolumeMounts        []VolumeMount  `json:"volumeMounts,omitempty"`
 }
 
-// networkInfo is the part of e2b's SandboxNetworkConfig a sandbox reports:
+// NetworkInfo is the part of e2b's SandboxNetworkConfig a sandbox reports:
 // denyOut of everything for one with no egress.
-type networkInfo struct {
+type NetworkInfo struct {
 	DenyOut []string `json:"denyOut,omitempty"`
 }
 
-// lifecycleInfo is e2b's SandboxLifecycle: what happens at the timeout,
+// LifecycleInfo is e2b's SandboxLifecycle: what happens at the timeout,
 // and whether traffic wakes the sandbox once paused.
-type lifecycleInfo struct {
+type LifecycleInfo struct {
 	AutoResume bool   `json:"autoResume"`
 	OnTimeout  string `json:"onTimeout"`
 }
 
-// batchMetricsResponse is e2b's SandboxesWithMetrics.
-type batchMetricsResponse struct {
-	Sandboxes map[string]sandboxMetric `json:"sandboxes"`
+// BatchMetricsResponse is e2b's SandboxesWithMetrics.
+type BatchMetricsResponse struct {
+	Sandboxes map[string]SandboxMetric `json:"sandboxes"`
 }
 
-// sandboxMetric is e2b's SandboxMetric.
-type sandboxMetric struct {
+// SandboxMetric is e2b's SandboxMetric.
+type SandboxMetric struct {
 	Timestamp     time.Time `json:"timestamp"`
 	TimestampUnix int64     `json:"timestampUnix"`
 	CPUCount      int       `json:"cpuCount"`
@@ -150,28 +150,39 @@ type sandboxMetric struct {
 	DiskTotal     int64     `json:"diskTotal"`
 }
 
-// snapshotInfo is e2b's SnapshotInfo.
-type snapshotInfo struct {
+// SnapshotInfo is e2b's SnapshotInfo.
+type SnapshotInfo struct {
 	SnapshotID string   `json:"snapshotID"`
 	Names      []string `json:"names"`
 }
 
-// errorBody is e2b's Error.
-type errorBody struct {
+// ErrorBody is e2b's Error.
+type ErrorBody struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 }
 
-// envdInit is the part of envd's internal POST /init body this surface
-// sends: e2b's orchestrator hands a sandbox its access token and env vars
-// this way.
-type envdInit struct {
-	AccessToken string            `json:"accessToken"`
-	EnvVars     map[string]string `json:"envVars,omitempty"`
-}
-
 // Sandbox states in e2b's vocabulary.
 const (
-	stateRunning = "running"
-	statePaused  = "paused"
+	StateRunning = "running"
+	StatePaused  = "paused"
 )
+
+// ForkRequest is e2b's SandboxForkRequest.
+type ForkRequest struct {
+	Count   *int `json:"count,omitempty"`
+	Timeout *int `json:"timeout,omitempty"`
+}
+
+// ForkResult is e2b's SandboxForkResult: one per child asked for, with the
+// sandbox or the error that kept it from starting.
+type ForkResult struct {
+	Sandbox *SandboxResponse `json:"sandbox,omitempty"`
+	Error   *ErrorBody       `json:"error,omitempty"`
+}
+
+// VolumeListed is e2b's Volume: a catalog name is its id.
+type VolumeListed struct {
+	VolumeID string `json:"volumeID"`
+	Name     string `json:"name"`
+}

@@ -1,4 +1,4 @@
-package e2b
+package records
 
 import (
 	"context"
@@ -27,11 +27,11 @@ const (
 // nodeRows caches the claim labels of the sandboxes on each node, read
 // from the node's GET /v1/sandboxes.
 type nodeRows struct {
-	fleet Fleet
+	nodes NodeIndex
 	clock clock.PassiveClock
 
 	mu    sync.Mutex
-	nodes map[string]*rowsRead // by node address
+	reads map[string]*rowsRead // by node address
 }
 
 type rowsRead struct {
@@ -40,8 +40,8 @@ type rowsRead struct {
 	labels map[string]map[string]string // by sandbox id
 }
 
-func newNodeRows(f Fleet, clk clock.PassiveClock) *nodeRows {
-	return &nodeRows{fleet: f, clock: clk, nodes: map[string]*rowsRead{}}
+func newNodeRows(nodes NodeIndex, clk clock.PassiveClock) *nodeRows {
+	return &nodeRows{nodes: nodes, clock: clk, reads: map[string]*rowsRead{}}
 }
 
 // labels returns the claim labels of sandbox id on the node at addr;
@@ -51,10 +51,10 @@ func newNodeRows(f Fleet, clk clock.PassiveClock) *nodeRows {
 // which is how a sandbox another replica just created shows its labels.
 func (n *nodeRows) labels(ctx context.Context, addr, id string, claimedAt time.Time) (map[string]string, bool, error) {
 	n.mu.Lock()
-	rd := n.nodes[addr]
+	rd := n.reads[addr]
 	if rd == nil {
 		rd = &rowsRead{}
-		n.nodes[addr] = rd
+		n.reads[addr] = rd
 	}
 	n.mu.Unlock()
 
@@ -69,7 +69,7 @@ func (n *nodeRows) labels(ctx context.Context, addr, id string, claimedAt time.T
 	}
 	ctx, cancel := context.WithTimeout(ctx, rowsTimeout)
 	defer cancel()
-	rows, err := n.fleet.NodeSandboxes(ctx, addr)
+	rows, err := n.nodes.NodeSandboxes(ctx, addr)
 	if err != nil {
 		return nil, false, err
 	}

@@ -1,4 +1,4 @@
-package e2b
+package catalog
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // alias names a pool image, whose name a registry caps at 255 characters.
 const maxTemplateIDBytes = 255
 
-// validTemplateID refuses a template id, alias or pool image that cannot
+// ValidTemplateID refuses a template id, alias or pool image that cannot
 // name a template, before it reaches a node (which would store it, and
 // echo it in every list). e2b's template ids and aliases are lowercase
 // letters, digits, '-' and '_', optionally 'team/alias' and ':tag'; an id
@@ -22,7 +22,7 @@ const maxTemplateIDBytes = 255
 // dot-dot path element: nothing that reads as a path, a control
 // character or whitespace gets through. The error says what is wrong
 // without repeating the id, which may be huge; callers name the field.
-func validTemplateID(id string) error {
+func ValidTemplateID(id string) error {
 	switch {
 	case id == "":
 		return errors.New("it is empty")

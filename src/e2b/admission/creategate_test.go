@@ -1,4 +1,4 @@
-package e2b
+package admission
 
 import (
 	"strconv"
@@ -10,9 +10,9 @@ import (
 
 func TestAdmissionForgetsIdleClients(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	a := newAdmission(10, 2, 0, clk)
+	a := NewCreateGate(10, 2, 0, clk)
 	for i := range 3 * minSweep {
-		if ok, _ := a.take(strconv.Itoa(i)); !ok {
+		if ok, _ := a.Take(strconv.Itoa(i)); !ok {
 			t.Fatalf("a fresh client's first create was refused")
 		}
 	}
@@ -29,32 +29,32 @@ func TestAdmissionForgetsIdleClients(t *testing.T) {
 
 func TestAdmissionRetryAfter(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	a := newAdmission(0.5, 1, 0, clk)
-	if ok, _ := a.take("c"); !ok {
+	a := NewCreateGate(0.5, 1, 0, clk)
+	if ok, _ := a.Take("c"); !ok {
 		t.Fatal("first create refused")
 	}
-	if ok, wait := a.take("c"); ok || wait != 2*time.Second {
+	if ok, wait := a.Take("c"); ok || wait != 2*time.Second {
 		t.Errorf("second create = %v, wait %v; want refused, 2s", ok, wait)
 	}
 }
 
 func TestAdmissionTicketsLeaveNothingBehind(t *testing.T) {
-	a := newAdmission(0, 1, 1, clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))
-	t1, t2 := a.begin("s"), a.begin("s")
-	if !t1.admit(0) {
+	a := NewCreateGate(0, 1, 1, clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))
+	t1, t2 := a.Begin("s"), a.Begin("s")
+	if !t1.Admit(0) {
 		t.Fatal("first create refused under the cap")
 	}
 	// t2 listed before t1's sandbox existed (its list shows none); t1
 	// finishing since counts for it.
-	t1.done(true)
-	if t2.admit(0) {
+	t1.Done(true)
+	if t2.Admit(0) {
 		t.Error("a create that listed before another finished slipped past the cap")
 	}
-	t2.done(false) // refused: a no-op
-	t3 := a.begin("s")
-	t3.done(false) // its list failed
-	var nilTicket *ticket
-	nilTicket.done(true)
+	t2.Done(false) // refused: a no-op
+	t3 := a.Begin("s")
+	t3.Done(false) // its list failed
+	var nilTicket *Ticket
+	nilTicket.Done(true)
 	if len(a.scopes) != 0 {
 		t.Errorf("scopes left behind: %v", a.scopes)
 	}

@@ -1,11 +1,12 @@
-package e2b
+package admission
 
 import "sync"
 
-// keyedLock serializes work per key (a namespace): a quota check and the
+// KeyedLock serializes work per key (a namespace): a quota check and the
 // work it admits run under it, so two requests of one namespace cannot
-// both pass the check, while other namespaces do not wait.
-type keyedLock struct {
+// both pass the check, while other namespaces do not wait. The zero
+// value is ready to use.
+type KeyedLock struct {
 	mu    sync.Mutex
 	locks map[string]*keyedEntry
 }
@@ -15,8 +16,8 @@ type keyedEntry struct {
 	refs int
 }
 
-// lock takes key's lock and returns its unlock.
-func (k *keyedLock) lock(key string) (unlock func()) {
+// Lock takes key's lock and returns its unlock.
+func (k *KeyedLock) Lock(key string) (unlock func()) {
 	k.mu.Lock()
 	if k.locks == nil {
 		k.locks = map[string]*keyedEntry{}

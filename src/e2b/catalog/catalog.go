@@ -1,4 +1,4 @@
-package e2b
+package catalog
 
 import (
 	"cmp"
@@ -14,27 +14,28 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
-// catalogTTL is how long a read of the nodes' promoted templates serves
+// ttl is how long a read of the nodes' promoted templates serves
 // lookups. Templates change only through builds and deletes, which drop
 // the cached read of the process that made them; another replica sees
 // the change within this long.
-const catalogTTL = 2 * time.Second
+const ttl = 2 * time.Second
 
-// buildLabel is the sandboxd template label that records which build a
+// BuildLabel is the sandboxd template label that records which build a
 // published tag holds, so every replica reports the same build id for a
 // tag and a tag assigned to an existing build keeps that build's id.
-const buildLabel = "e2b.build"
+const BuildLabel = "e2b.build"
 
-// published is one tag of a template a build published, as the nodes
+// Published is one tag of a template a build published, as the nodes
 // report it: each tag is its own promoted template on sandboxd.
-type published struct {
+type Published struct {
 	Namespace, Name, TemplateID string
 	Tag                         string
-	// BuildID is the build the tag holds: the buildLabel, or for a
+	// BuildID is the build the tag holds: the BuildLabel, or for a
 	// template published without one, derived from its digest.
 	BuildID string
 	// Key is the sandboxd key claims of it use.
@@ -47,17 +48,24 @@ type published struct {
 	MemoryMB int
 }
 
-// catalog is the fleet's published templates: nothing is stored, every
+// Nodes is what the catalog reads of the fleet: every node's promoted
+// templates, one entry per node, a node that could not be read with its
+// Err. The surface's Fleet (and *fleet.Fleet) implements it.
+type Nodes interface {
+	NodeTemplates(ctx context.Context) []fleet.NodeTemplates
+}
+
+// Catalog is the fleet's published templates: nothing is stored, every
 // replica reads them off the nodes' GET /v1/info, where sandboxd lists
 // the templates it holds.
-type catalog struct {
-	fleet Fleet
+type Catalog struct {
+	nodes Nodes
 	clock clock.PassiveClock
 	log   *slog.Logger
 
 	mu    sync.Mutex
 	read  time.Time
-	items map[string]*published // by template id
+	items map[string]*Published // by template id
 	// partial is set when some node could not be read: a template missing
 	// from items may be on it.
 	partial bool
@@ -67,17 +75,18 @@ type catalog struct {
 
 type catalogRead struct {
 	done    chan struct{}
-	items   map[string]*published
+	items   map[string]*Published
 	partial bool
 	err     error
 }
 
-func newCatalog(f Fleet, clk clock.PassiveClock, log *slog.Logger) *catalog {
-	return &catalog{fleet: f, clock: clk, log: log}
+// New returns a catalog that reads the templates off nodes.
+func New(nodes Nodes, clk clock.PassiveClock, log *slog.Logger) *Catalog {
+	return &Catalog{nodes: nodes, clock: clk, log: log}
 }
 
-// invalidate drops the cached read after this process changed a template.
-func (c *catalog) invalidate() {
+// Invalidate drops the cached read after this process changed a template.
+func (c *Catalog) Invalidate() {
 	c.mu.Lock()
 	c.items, c.read = nil, time.Time{}
 	c.mu.Unlock()
@@ -85,9 +94,9 @@ func (c *catalog) invalidate() {
 
 // snapshot returns the current read, reading the nodes when it is stale;
 // partial says some node could not be read.
-func (c *catalog) snapshot(ctx context.Context) (items map[string]*published, partial bool, err error) {
+func (c *Catalog) snapshot(ctx context.Context) (items map[string]*Published, partial bool, err error) {
 	c.mu.Lock()
-	if c.items != nil && c.clock.Since(c.read) < catalogTTL {
+	if c.items != nil && c.clock.Since(c.read) < ttl {
 		items, partial := c.items, c.partial
 		c.mu.Unlock()
 		return items, partial, nil
@@ -109,7 +118,7 @@ func (c *catalog) snapshot(ctx context.Context) (items map[string]*published, pa
 
 // fill reads every node's templates, on its own deadline so one caller
 // giving up does not fail the others sharing the read.
-func (c *catalog) fill(fl *catalogRead) {
+func (c *Catalog) fill(fl *catalogRead) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	fl.items, fl.partial, fl.err = c.readNodes(ctx)
@@ -126,9 +135,9 @@ func (c *catalog) fill(fl *catalogRead) {
 // fleet, which bounds each node by its node timeout: a node that does not
 // answer leaves its templates out of this read (partial) rather than
 // holding every lookup, and a read of no node at all is an error.
-func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, error) {
-	nodes := c.fleet.NodeTemplates(ctx)
-	items, failed := map[string]*published{}, 0
+func (c *Catalog) readNodes(ctx context.Context) (map[string]*Published, bool, error) {
+	nodes := c.nodes.NodeTemplates(ctx)
+	items, failed := map[string]*Published{}, 0
 	for _, n := range nodes {
 		if n.Err != nil {
 			c.log.Warn("e2b: a node's templates could not be read", "node", n.Addr, "err", n.Err)
@@ -149,8 +158,8 @@ func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, e
 				if p != nil && p.Digest == t.ContentDigest {
 					holders = p.Holders
 				}
-				p = &published{
-					Namespace: ns, Name: name, TemplateID: id, Tag: tag, BuildID: cmp.Or(t.Labels[buildLabel], build.PublishedBuildID(t.ContentDigest)),
+				p = &Published{
+					Namespace: ns, Name: name, TemplateID: id, Tag: tag, BuildID: cmp.Or(t.Labels[BuildLabel], build.PublishedBuildID(t.ContentDigest)),
 					Key: t.Key.WithDefaults(), Digest: t.ContentDigest,
 					Holders: holders, Created: t.CreatedAt, CPUCount: t.CPUCount, MemoryMB: int(t.MemTotalBytes >> 20),
 				}
@@ -167,18 +176,18 @@ func (c *catalog) readNodes(ctx context.Context) (map[string]*published, bool, e
 	return items, failed > 0, nil
 }
 
-// errCatalogPartial is a template that is not in a read some node was
-// missing from: it may be on that node.
-var errCatalogPartial = fmt.Errorf("a node holding the template may be unreachable: %w", sandboxd.ErrUnavailable)
+// ErrPartial is a template that is not in a read some node was missing
+// from: it may be on that node. It wraps sandboxd.ErrUnavailable.
+var ErrPartial = fmt.Errorf("a node holding the template may be unreachable: %w", sandboxd.ErrUnavailable)
 
 // tagKey is a published tag's key in a catalog read.
 func tagKey(templateID, tag string) string { return templateID + ":" + tag }
 
-// lookup finds the published tag of namespace that ref names: a name or
+// Lookup finds the published tag of namespace that ref names: a name or
 // an id, with ":tag" or without (the default tag). A tag that is not
-// found while some node could not be read is errCatalogPartial, not a
+// found while some node could not be read is ErrPartial, not a
 // miss.
-func (c *catalog) lookup(ctx context.Context, namespace, ref string) (*published, bool, error) {
+func (c *Catalog) Lookup(ctx context.Context, namespace, ref string) (*Published, bool, error) {
 	items, partial, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, false, err
@@ -193,14 +202,14 @@ func (c *catalog) lookup(ctx context.Context, namespace, ref string) (*published
 		}
 	}
 	if partial {
-		return nil, false, errCatalogPartial
+		return nil, false, ErrPartial
 	}
 	return nil, false, nil
 }
 
-// tags returns every published tag of the namespace's template named by
+// Tags returns every published tag of the namespace's template named by
 // ref (its name or id, without a tag), by tag.
-func (c *catalog) tags(ctx context.Context, namespace, ref string) ([]*published, error) {
+func (c *Catalog) Tags(ctx context.Context, namespace, ref string) ([]*Published, error) {
 	items, partial, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -209,27 +218,27 @@ func (c *catalog) tags(ctx context.Context, namespace, ref string) ([]*published
 	if build.ValidName(ref) == nil {
 		id = build.TemplateID(namespace, ref)
 	}
-	var out []*published
+	var out []*Published
 	for _, p := range items {
 		if p.Namespace == namespace && (p.TemplateID == ref || p.TemplateID == id) {
 			out = append(out, p)
 		}
 	}
 	if len(out) == 0 && partial {
-		return nil, errCatalogPartial
+		return nil, ErrPartial
 	}
-	slices.SortFunc(out, func(a, b *published) int { return strings.Compare(a.Tag, b.Tag) })
+	slices.SortFunc(out, func(a, b *Published) int { return strings.Compare(a.Tag, b.Tag) })
 	return out, nil
 }
 
-// list returns namespace's templates, by name: one row each, its default
+// List returns namespace's templates, by name: one row each, its default
 // tag, or its newest tag when the default was removed.
-func (c *catalog) list(ctx context.Context, namespace string) ([]*published, error) {
+func (c *Catalog) List(ctx context.Context, namespace string) ([]*Published, error) {
 	items, _, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]*published{}
+	byID := map[string]*Published{}
 	for _, p := range items {
 		if p.Namespace != namespace {
 			continue
@@ -239,6 +248,6 @@ func (c *catalog) list(ctx context.Context, namespace string) ([]*published, err
 		}
 	}
 	out := slices.Collect(maps.Values(byID))
-	slices.SortFunc(out, func(a, b *published) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *Published) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package e2b
+package records
 
 import (
 	"context"
@@ -11,10 +11,9 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 )
 
-// oneNode is the part of Fleet nodeRows uses: the one node's sandbox
-// index, whatever address it is asked for.
+// oneNode is a NodeIndex of one node: its sandbox index, whatever address
+// it is asked for.
 type oneNode struct {
-	Fleet
 	c *sandboxd.Client
 }
 

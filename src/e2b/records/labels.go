@@ -1,4 +1,4 @@
-package e2b
+package records
 
 import (
 	"fmt"
@@ -25,29 +25,29 @@ const (
 	userLabelPrefix = "u."
 )
 
-// labelsOf encodes what a create records as claim labels. The error is the
+// Labels encodes what a create records as claim labels. The error is the
 // caller's 400: sandboxd's bounds on labels (16 pairs, key and value
 // sizes, 4 KiB as JSON) apply to the caller's metadata, the surface's
 // labels and the fleet's attempt label together.
-func labelsOf(rec record) (map[string]string, error) {
-	out := make(map[string]string, len(rec.metadata)+4)
-	for k, v := range rec.metadata {
+func Labels(rec Record) (map[string]string, error) {
+	out := make(map[string]string, len(rec.Metadata)+4)
+	for k, v := range rec.Metadata {
 		out[userLabelPrefix+k] = v
 	}
-	if rec.alias != "" {
-		out[labelAlias] = rec.alias
+	if rec.Alias != "" {
+		out[labelAlias] = rec.Alias
 	}
-	if rec.internet != nil {
-		out[labelInternet] = fmt.Sprint(*rec.internet)
+	if rec.Internet != nil {
+		out[labelInternet] = fmt.Sprint(*rec.Internet)
 	}
-	if rec.autoPause {
+	if rec.AutoPause {
 		out[labelAutoPause] = "true"
 	}
-	if rec.autoResume {
+	if rec.AutoResume {
 		out[sandbox.LabelAutoResume] = "true"
 	}
-	if rec.source != "" {
-		out[labelSource] = rec.source
+	if rec.Source != "" {
+		out[labelSource] = rec.Source
 	}
 	if err := fleet.ValidateMetadata(out); err != nil {
 		return nil, fmt.Errorf("metadata: %w (sandboxd keeps it with the sandbox; this surface adds up to 4 labels of its own and prefixes each key with %q, and the fleet one)", err, userLabelPrefix)
@@ -55,29 +55,29 @@ func labelsOf(rec record) (map[string]string, error) {
 	return out, nil
 }
 
-// recordFrom decodes a sandbox's claim labels; labels the surface did not
+// FromLabels decodes a sandbox's claim labels; labels the surface did not
 // write (a kubectl create, another client's) are ignored.
-func recordFrom(namespace string, labels map[string]string) record {
-	rec := record{namespace: namespace, metadata: map[string]string{}}
+func FromLabels(namespace string, labels map[string]string) Record {
+	rec := Record{Namespace: namespace, Metadata: map[string]string{}}
 	for k, v := range labels {
 		switch {
 		case strings.HasPrefix(k, userLabelPrefix):
-			rec.metadata[k[len(userLabelPrefix):]] = v
+			rec.Metadata[k[len(userLabelPrefix):]] = v
 		case k == labelAlias:
-			rec.alias = v
+			rec.Alias = v
 		case k == labelInternet && (v == "true" || v == "false"):
 			b := v == "true"
-			rec.internet = &b
+			rec.Internet = &b
 		case k == labelAutoPause:
-			rec.autoPause = v == "true"
+			rec.AutoPause = v == "true"
 		case k == sandbox.LabelAutoResume:
-			rec.autoResume = v == "true"
+			rec.AutoResume = v == "true"
 		case k == labelSource:
-			rec.source = v
+			rec.Source = v
 		}
 	}
-	if len(rec.metadata) == 0 {
-		rec.metadata = nil
+	if len(rec.Metadata) == 0 {
+		rec.Metadata = nil
 	}
 	return rec
 }

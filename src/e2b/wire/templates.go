@@ -1,4 +1,4 @@
-package e2b
+package wire
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 // The template and build bodies of e2b's OpenAPI spec, as far as this
 // surface serves them.
 
-// templateBuildRequest is POST /v3/templates (TemplateBuildRequestV3).
-type templateBuildRequest struct {
+// TemplateBuildRequest is POST /v3/templates (TemplateBuildRequestV3).
+type TemplateBuildRequest struct {
 	Name          string   `json:"name,omitempty"`
 	Alias         string   `json:"alias,omitempty"`
 	Tags          []string `json:"tags,omitempty"`
@@ -19,8 +19,8 @@ type templateBuildRequest struct {
 	MinFreeDiskMB *int     `json:"minFreeDiskMb,omitempty"`
 }
 
-// templateRequestResponse answers it (TemplateRequestResponseV3).
-type templateRequestResponse struct {
+// TemplateRequestResponse answers it (TemplateRequestResponseV3).
+type TemplateRequestResponse struct {
 	TemplateID string   `json:"templateID"`
 	BuildID    string   `json:"buildID"`
 	Public     bool     `json:"public"`
@@ -29,42 +29,42 @@ type templateRequestResponse struct {
 	Tags       []string `json:"tags"`
 }
 
-// fileUploadResponse is GET /templates/{id}/files/{hash}
+// FileUploadResponse is GET /templates/{id}/files/{hash}
 // (TemplateBuildFileUpload).
-type fileUploadResponse struct {
+type FileUploadResponse struct {
 	Present bool              `json:"present"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// buildLogEntry is e2b's BuildLogEntry.
-type buildLogEntry struct {
+// BuildLogEntry is e2b's BuildLogEntry.
+type BuildLogEntry struct {
 	Timestamp time.Time `json:"timestamp"`
 	Level     string    `json:"level"`
 	Message   string    `json:"message"`
 	Step      string    `json:"step,omitempty"`
 }
 
-// buildStatusReason is e2b's BuildStatusReason.
-type buildStatusReason struct {
+// BuildStatusReason is e2b's BuildStatusReason.
+type BuildStatusReason struct {
 	Message    string          `json:"message"`
 	Step       string          `json:"step,omitempty"`
-	LogEntries []buildLogEntry `json:"logEntries"`
+	LogEntries []BuildLogEntry `json:"logEntries"`
 }
 
-// buildInfo is GET /templates/{id}/builds/{buildID}/status
+// BuildInfo is GET /templates/{id}/builds/{buildID}/status
 // (TemplateBuildInfo).
-type buildInfo struct {
+type BuildInfo struct {
 	TemplateID string             `json:"templateID"`
 	BuildID    string             `json:"buildID"`
 	Status     string             `json:"status"`
 	Logs       []string           `json:"logs"`
-	LogEntries []buildLogEntry    `json:"logEntries"`
-	Reason     *buildStatusReason `json:"reason,omitempty"`
+	LogEntries []BuildLogEntry    `json:"logEntries"`
+	Reason     *BuildStatusReason `json:"reason,omitempty"`
 }
 
-// templateListed is one row of GET /templates (Template).
-type templateListed struct {
+// TemplateListed is one row of GET /templates (Template).
+type TemplateListed struct {
 	TemplateID    string          `json:"templateID"`
 	BuildID       string          `json:"buildID"`
 	BuildStatus   string          `json:"buildStatus"`
@@ -83,8 +83,8 @@ type templateListed struct {
 	BuildCount    int             `json:"buildCount"`
 }
 
-// templateBuild is one build of GET /templates/{id} (TemplateBuild).
-type templateBuild struct {
+// TemplateBuild is one build of GET /templates/{id} (TemplateBuild).
+type TemplateBuild struct {
 	BuildID     string     `json:"buildID"`
 	Status      string     `json:"status"`
 	CPUCount    int        `json:"cpuCount"`
@@ -96,8 +96,8 @@ type templateBuild struct {
 	FinishedAt  *time.Time `json:"finishedAt,omitempty"`
 }
 
-// templateDetail is GET /templates/{id} (TemplateWithBuilds).
-type templateDetail struct {
+// TemplateDetail is GET /templates/{id} (TemplateWithBuilds).
+type TemplateDetail struct {
 	TemplateID    string          `json:"templateID"`
 	Public        bool            `json:"public"`
 	Aliases       []string        `json:"aliases"`
@@ -106,11 +106,52 @@ type templateDetail struct {
 	UpdatedAt     time.Time       `json:"updatedAt"`
 	LastSpawnedAt *time.Time      `json:"lastSpawnedAt"`
 	SpawnCount    int             `json:"spawnCount"`
-	Builds        []templateBuild `json:"builds"`
+	Builds        []TemplateBuild `json:"builds"`
 }
 
-// templateAliasResponse is GET /templates/aliases/{alias}.
-type templateAliasResponse struct {
+// TemplateAliasResponse is GET /templates/aliases/{alias}.
+type TemplateAliasResponse struct {
 	TemplateID string `json:"templateID"`
 	Public     bool   `json:"public"`
+}
+
+// AssignTagsRequest is POST /templates/tags (AssignTemplateTagsRequest).
+type AssignTagsRequest struct {
+	Target string   `json:"target"`
+	Tags   []string `json:"tags"`
+}
+
+// AssignedTags answers it (AssignedTemplateTags).
+type AssignedTags struct {
+	BuildID string   `json:"buildID"`
+	Tags    []string `json:"tags"`
+}
+
+// DeleteTagsRequest is DELETE /templates/tags (DeleteTemplateTagsRequest).
+type DeleteTagsRequest struct {
+	Name string   `json:"name"`
+	Tags []string `json:"tags"`
+}
+
+// TemplateTag is one row of GET /templates/{templateID}/tags (TemplateTag).
+type TemplateTag struct {
+	Tag       string    `json:"tag"`
+	BuildID   string    `json:"buildID"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// TemplateUpdateRequest is PATCH /templates/{id} and /v2/templates/{id}
+// (TemplateUpdateRequest).
+type TemplateUpdateRequest struct {
+	Public *bool `json:"public,omitempty"`
+}
+
+// TemplateUpdateResponse answers the v2 route (TemplateUpdateResponse).
+type TemplateUpdateResponse struct {
+	Names []string `json:"names"`
+}
+
+// BuildLogsResponse is e2b's TemplateBuildLogsResponse.
+type BuildLogsResponse struct {
+	Logs []BuildLogEntry `json:"logs"`
 }

@@ -1,4 +1,4 @@
-package e2b
+package admission
 
 import (
 	"math"
@@ -9,14 +9,14 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// admission bounds what one client may create: a token bucket per client
+// CreateGate bounds what one client may create: a token bucket per client
 // (an API key; an anonymous caller's source address) for the create rate,
 // and, per scope (a key's namespace; an anonymous caller's source), a cap
-// on live sandboxes. The live count itself comes from the fleet (see
-// Server.liveSandboxes); admission only adds the creates the fleet cannot
-// show yet, so the cap holds under concurrent creates without a count of
-// its own that could drift from the fleet.
-type admission struct {
+// on live sandboxes. The live count itself comes from the fleet (the
+// caller lists it between Begin and Admit); the gate only adds the creates
+// the fleet cannot show yet, so the cap holds under concurrent creates
+// without a count of its own that could drift from the fleet.
+type CreateGate struct {
 	limit   rate.Limit // 0: no rate limit
 	burst   int
 	maxLive int // 0: no cap
@@ -45,16 +45,22 @@ type scopeState struct {
 // minSweep is the smallest bucket count that triggers a sweep.
 const minSweep = 1024
 
-func newAdmission(limit rate.Limit, burst, maxLive int, clk clock.PassiveClock) *admission {
-	return &admission{
+// NewCreateGate returns a gate of limit creates per second per client in
+// bursts of burst, and maxLive live sandboxes per scope. A limit or
+// maxLive of 0 lifts that bound.
+func NewCreateGate(limit rate.Limit, burst, maxLive int, clk clock.PassiveClock) *CreateGate {
+	return &CreateGate{
 		limit: limit, burst: burst, maxLive: maxLive, clock: clk,
 		buckets: map[string]*rate.Limiter{}, sweepAt: minSweep, scopes: map[string]*scopeState{},
 	}
 }
 
-// take spends one create of client's bucket. When the bucket is empty it
+// MaxLive is the live-sandbox cap of one scope; 0 when there is none.
+func (a *CreateGate) MaxLive() int { return a.maxLive }
+
+// Take spends one create of client's bucket. When the bucket is empty it
 // returns false and how long until the next token.
-func (a *admission) take(client string) (bool, time.Duration) {
+func (a *CreateGate) Take(client string) (bool, time.Duration) {
 	if a.limit <= 0 {
 		return true, 0
 	}
@@ -79,7 +85,7 @@ func (a *admission) take(client string) (bool, time.Duration) {
 // sweepLocked forgets every full bucket: a full bucket is what a client
 // never seen before gets, so forgetting it changes nothing, and the map
 // stays bounded by the clients active within one refill (burst/rate).
-func (a *admission) sweepLocked(now time.Time) {
+func (a *CreateGate) sweepLocked(now time.Time) {
 	for k, b := range a.buckets {
 		if b.TokensAt(now) >= float64(a.burst) {
 			delete(a.buckets, k)
@@ -88,17 +94,17 @@ func (a *admission) sweepLocked(now time.Time) {
 	a.sweepAt = max(minSweep, 2*len(a.buckets))
 }
 
-// ticket is one create's passage through the live-sandbox cap.
-type ticket struct {
-	a     *admission
+// Ticket is one create's passage through the live-sandbox cap.
+type Ticket struct {
+	a     *CreateGate
 	scope string
 	mark  uint64
 	state int // 0 counting, 1 admitted, 2 done
 }
 
-// begin starts an admission for scope; call it before listing the fleet,
-// then admit (or drop) the ticket.
-func (a *admission) begin(scope string) *ticket {
+// Begin starts an admission for scope; call it before listing the fleet,
+// then Admit the ticket, or Done it when the list failed.
+func (a *CreateGate) Begin(scope string) *Ticket {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.scopes[scope]
@@ -107,15 +113,15 @@ func (a *admission) begin(scope string) *ticket {
 		a.scopes[scope] = s
 	}
 	s.counting++
-	return &ticket{a: a, scope: scope, mark: s.finished}
+	return &Ticket{a: a, scope: scope, mark: s.finished}
 }
 
-// admit decides the ticket given live, the scope's sandboxes the fleet
-// listed after begin. Creates under way, and those that finished since
-// begin (which the list may or may not show), count as live: the cap is
+// Admit decides the ticket given live, the scope's sandboxes the fleet
+// listed after Begin. Creates under way, and those that finished since
+// Begin (which the list may or may not show), count as live: the cap is
 // never exceeded, at worst a create racing a finished one is refused
 // early.
-func (t *ticket) admit(live int) bool {
+func (t *Ticket) Admit(live int) bool {
 	a := t.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -131,11 +137,11 @@ func (t *ticket) admit(live int) bool {
 	return true
 }
 
-// done ends an admitted create; created says whether a sandbox now exists.
+// Done ends an admitted create; created says whether a sandbox now exists.
 // It is a no-op for a nil ticket and for one that was refused or is
-// already done, and drops one that never reached admit (its fleet list
+// already done, and drops one that never reached Admit (its fleet list
 // failed).
-func (t *ticket) done(created bool) {
+func (t *Ticket) Done(created bool) {
 	if t == nil {
 		return // no cap: nothing was reserved
 	}
@@ -160,7 +166,7 @@ func (t *ticket) done(created bool) {
 
 // forgetLocked drops a scope nothing refers to any more, so the map holds
 // only scopes with creates or admissions under way.
-func (a *admission) forgetLocked(scope string, s *scopeState) {
+func (a *CreateGate) forgetLocked(scope string, s *scopeState) {
 	if s.creating == 0 && s.counting == 0 {
 		delete(a.scopes, scope)
 	}
