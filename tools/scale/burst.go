@@ -204,8 +204,10 @@ func (b *burster) burst(ctx context.Context, log func(string, ...any)) error {
 			outcomes[i] = outcome{key: key, handle: handle, ack: time.Since(began), err: err}
 		})
 	}
+	// Every goroutine is at <-start, or a step from it (ready.Done is
+	// the last thing it does first): closing start releases them all at
+	// once either way, so nothing more is waited for.
 	ready.Wait()
-	time.Sleep(100 * time.Millisecond) // every goroutine parked on start
 
 	w0, err := e.readWriteCounts(ctx)
 	if err != nil {
@@ -506,7 +508,13 @@ func (t *runningTracker) loop(ctx context.Context, client dynamic.ResourceInterf
 			}
 			list, err := client.List(ctx, metav1.ListOptions{})
 			if err != nil {
-				time.Sleep(pollEvery)
+				// The tool's retry pace against a server that fails the
+				// relist: nothing announces it would answer now.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(pollEvery):
+				}
 				continue
 			}
 			now := time.Now()

@@ -128,6 +128,12 @@ func watchLevel(ctx context.Context, e *Env, nd *syntheticNode, w, events int, i
 	defer cancel()
 	logs := make([]*watcherLog, w)
 	var received atomic.Int64
+	// warmup is a write made before the timed ones; once every watcher
+	// has received it, the watches are serving, and the first timed
+	// write's delay is not the watches' start-up.
+	warmup := prefix + "warmup"
+	var warmed atomic.Int64
+	allWarm := make(chan struct{})
 	var wg sync.WaitGroup
 	began := time.Now()
 	for i := range w {
@@ -141,6 +147,7 @@ func watchLevel(ctx context.Context, e *Env, nd *syntheticNode, w, events int, i
 		logs[i] = l
 		wg.Go(func() {
 			defer wi.Stop()
+			sawWarmup := false
 			for ev := range wi.ResultChan() {
 				if wctx.Err() != nil {
 					// Cancelled: client-go reports the interrupted read
@@ -148,6 +155,16 @@ func watchLevel(ctx context.Context, e *Env, nd *syntheticNode, w, events int, i
 					break
 				}
 				now := time.Now()
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok && u.GetNamespace() == watchNamespace && u.GetName() == warmup {
+					// Counted once per watcher; not one of the timed writes.
+					if ev.Type == watch.Added && !sawWarmup {
+						sawWarmup = true
+						if warmed.Add(1) == int64(w) {
+							close(allWarm)
+						}
+					}
+					continue
+				}
 				k := eventIndex(ev, prefix, events)
 				if ev.Type != watch.Added || k < 0 || !l.arrivals[k].IsZero() {
 					l.unexpected++
@@ -163,8 +180,24 @@ func watchLevel(ctx context.Context, e *Env, nd *syntheticNode, w, events int, i
 		})
 	}
 	lv.EstablishSeconds = time.Since(began).Seconds()
-	// Let the watches settle on the server before the first write.
-	time.Sleep(500 * time.Millisecond)
+	nd.add(watchNamespace, warmup, *seq)
+	*seq++
+	if err := nd.publish(ctx); err != nil {
+		cancel()
+		wg.Wait()
+		return lv, err
+	}
+	select {
+	case <-allWarm:
+	case <-time.After(watchDrainTimeout):
+		cancel()
+		wg.Wait()
+		return lv, fmt.Errorf("%d of %d watchers received the warm-up write within %v", warmed.Load(), w, watchDrainTimeout)
+	case <-ctx.Done():
+		cancel()
+		wg.Wait()
+		return lv, ctx.Err()
+	}
 
 	before, err := e.serverUsage()
 	if err != nil {
@@ -174,6 +207,7 @@ func watchLevel(ctx context.Context, e *Env, nd *syntheticNode, w, events int, i
 	acks := make([]float64, 0, events)
 	next := time.Now()
 	for k := range events {
+		// The load's pace: one write every interval, the rate measured.
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
 		}

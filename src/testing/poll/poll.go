@@ -44,6 +44,21 @@ func UntilNil(t testing.TB, what string, cond func() error) {
 	}
 }
 
+// UntilWithin is Until with a bound of its own, for waits that scale with
+// what a benchmark or a run target was asked to do (thousands of sandboxes)
+// rather than with the machine's load.
+func UntilWithin(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if err := wait(timeout, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}); err != nil {
+		t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+	}
+}
+
 // wait polls cond until it returns nil or timeout passes, returning its
 // last error then.
 func wait(timeout time.Duration, cond func() error) error {

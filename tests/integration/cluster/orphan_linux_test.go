@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -81,14 +81,15 @@ func TestKubeAPIServerDiesWithTestProcess(t *testing.T) {
 	_ = cmd.Wait()
 
 	pid := apiservers[0]
-	for !processGone(pid, "kube-apiserver") {
-		select {
-		case <-ctx.Done():
+	// Should the wait fail, the orphan is killed, not left running.
+	t.Cleanup(func() {
+		if !processGone(pid, "kube-apiserver") {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("kube-apiserver %d outlived its killed test process", pid)
-		case <-time.After(100 * time.Millisecond):
 		}
-	}
+	})
+	poll.Until(t, fmt.Sprintf("kube-apiserver %d to go with its killed test process", pid), func() bool {
+		return processGone(pid, "kube-apiserver")
+	})
 }
 
 // runOrphanHelper starts a cluster, says so, and waits to be killed.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 )
 
@@ -217,6 +219,56 @@ func (l *loadRun) stop() []outcome {
 	out := slices.Clone(l.outcomes)
 	slices.SortFunc(out, func(a, b outcome) int { return a.start.Compare(b.start) })
 	return out
+}
+
+// waitFor waits until cond accepts the outcomes the load has recorded so
+// far (each a finished request), and fails the test with what and cond's
+// last error if it does not. The load announces nothing, so its record
+// is polled.
+func (l *loadRun) waitFor(t *testing.T, what string, cond func([]outcome) error) {
+	t.Helper()
+	poll.UntilNil(t, what, func() error {
+		l.mu.Lock()
+		out := slices.Clone(l.outcomes)
+		l.mu.Unlock()
+		return cond(out)
+	})
+}
+
+// waitWarm waits until every kind of request has succeeded n times, so
+// that connections are warm and a fault has a "before" to compare with.
+func (l *loadRun) waitWarm(t *testing.T, n int) {
+	t.Helper()
+	l.waitFor(t, fmt.Sprintf("every kind of request to succeed %d times before the fault", n), func(out []outcome) error {
+		return eachKind(out, n, func(o outcome) bool { return o.ok() })
+	})
+}
+
+// waitPast waits until n requests of every kind have started after at and
+// finished, whatever their outcome: the requests a failure after at, which
+// the tests forbid, would show up in.
+func (l *loadRun) waitPast(t *testing.T, at time.Time, n int) {
+	t.Helper()
+	l.waitFor(t, fmt.Sprintf("%d requests of every kind started after the failure window", n), func(out []outcome) error {
+		return eachKind(out, n, func(o outcome) bool { return o.start.After(at) })
+	})
+}
+
+// eachKind is nil when every kind has at least n outcomes that match, and
+// otherwise names the counts.
+func eachKind(out []outcome, n int, match func(outcome) bool) error {
+	counts := map[kind]int{}
+	for _, o := range out {
+		if match(o) {
+			counts[o.kind]++
+		}
+	}
+	for _, k := range kinds {
+		if counts[k] < n {
+			return fmt.Errorf("%d creates, %d deletes, %d lists", counts[kindCreate], counts[kindDelete], counts[kindList])
+		}
+	}
+	return nil
 }
 
 func (l *loadRun) record(o outcome) {

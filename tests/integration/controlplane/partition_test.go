@@ -2,19 +2,23 @@ package controlplane_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
-// cutFor is how long the path to the linked node stays cut: three of the
-// server's node timeouts, so that the creates after the first ones that
-// found the node silent show whether they still wait on it.
-const cutFor = 3 * serverNodeTimeout
+// cutCreates is how many creates start, and finish, after the server
+// found the cut node silent and before the path heals: the creates after
+// the first ones that found the node silent show whether they still wait
+// on it (each such wait would be a node timeout). A soak run
+// (testbin.SoakScale) makes it that many times more.
+const cutCreates = 20
 
 // TestNodeCutOffFromTheServer cuts the network path from sandbox-apiserver
 // to one of the three nodes under the steady create/delete/list load, and
@@ -42,7 +46,7 @@ func TestNodeCutOffFromTheServer(t *testing.T) {
 
 	load := startLoad(api, "cut")
 	t.Cleanup(func() { load.stop() })
-	time.Sleep(testbin.Soaked(preFault))
+	load.waitWarm(t, warmRequests*testbin.SoakScale())
 
 	f := fault{
 		part: "the path to one node", what: "the network path from the server to one of three nodes cut, the node still publishing",
@@ -50,10 +54,37 @@ func TestNodeCutOffFromTheServer(t *testing.T) {
 		bound: serverNodeTimeout, start: time.Now(),
 	}
 	e.link.Cut()
-	time.Sleep(testbin.Soaked(cutFor))
+	// The cut is met once a create drew the node and the server gave up
+	// on it after a node timeout, which it logs; then the creates that
+	// follow show whether they still wait on it.
+	var silentAt time.Time
+	poll.UntilNil(t, "a create to find the cut node silent", func() error {
+		drew, err := e.claimsFailedOn(e.fleet.Node(linkedNode).Name(), api.namespace)
+		if err != nil {
+			return err
+		}
+		if len(drew) == 0 {
+			return errors.New("no claim has failed on it yet")
+		}
+		silentAt = time.Now()
+		return nil
+	})
+	n := cutCreates * testbin.SoakScale()
+	load.waitFor(t, fmt.Sprintf("%d creates during the cut after one found the node silent", n), func(out []outcome) error {
+		after := 0
+		for _, o := range out {
+			if o.kind == kindCreate && o.start.After(silentAt) {
+				after++
+			}
+		}
+		if after < n {
+			return fmt.Errorf("%d so far", after)
+		}
+		return nil
+	})
 	e.link.Heal()
 	f.ready = time.Now()
-	time.Sleep(time.Until(f.windowEnd().Add(testbin.Soaked(afterWindow))))
+	load.waitPast(t, f.windowEnd(), pastWindowRequests*testbin.SoakScale())
 	outcomes := load.stop()
 
 	figs := f.checkLoad(t, outcomes)
@@ -106,30 +137,28 @@ func TestNodeCutOffFromTheServer(t *testing.T) {
 
 // placeOnLinked creates sandboxes until one lands on the linked node and
 // returns how many that took: the server must place on the node again
-// once it answers. It fails the test after 30 s.
+// once it answers. Each poll creates one.
 func (e *testEnv) placeOnLinked(ctx context.Context, t *testing.T, api sandboxAPI) int {
 	t.Helper()
 	node := e.fleet.Node(linkedNode)
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 1; ; i++ {
+	i := 0
+	poll.UntilNil(t, "a create after healing to land on the node that was cut off", func() error {
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		i++
 		name := fmt.Sprintf("cut-again-%03d", i)
 		if o := api.create(name); !o.ok() {
 			t.Fatalf("create %s after healing: %s", name, o.err)
 		}
 		for _, en := range node.Snapshot().Entries {
 			if en.ClaimRef == api.namespace+"/"+name {
-				return i
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d creates after healing, none on the node that was cut off", i)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("%d creates, none on it", i)
+	})
+	return i
 }
 
 // heardAgain finds in the server's log when the fleet core heard again

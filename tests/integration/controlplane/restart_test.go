@@ -2,36 +2,35 @@ package controlplane_test
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
-// preFault is how long the load runs before the fault, so that every kind
-// of request has succeeded a few times and connections are warm.
-const preFault = 3 * time.Second
+// warmRequests is how many times every kind of request succeeds before
+// the fault, so that connections are warm and the figures have a before.
+// A soak run (testbin.SoakScale) makes it that many times more.
+const warmRequests = 5
 
-// afterWindow is how long the load goes on past the failure window, so
-// that a failure after the window, which the tests forbid, has requests
-// to show up in.
-const afterWindow = 3 * time.Second
+// pastWindowRequests is how many requests of every kind the load makes
+// once the failure window is over, so that a failure after the window,
+// which the tests forbid, has requests to show up in. Scaled like
+// warmRequests.
+const pastWindowRequests = 10
 
 // kubeAPIServerRecoveryBound is how long after the restarted
 // kube-apiserver answers /readyz its clients may still fail: ready means
 // it serves, but the aggregator may still be loading the APIService and
 // the server's delegated authentication reconnecting.
 const kubeAPIServerRecoveryBound = 10 * time.Second
-
-// etcdDown is how long etcd is kept down, counted from the start of the
-// stop. Stopping the embedded etcd itself takes about 7 s (it waits out
-// the kube-apiserver's watch streams; see cluster.StopEtcd), so etcd is
-// started again as soon as the stop returns and the outage is that long.
-const etcdDown = 5 * time.Second
 
 // etcdRecoveryBound is how long after etcd is ready again requests may
 // still fail: the kube-apiserver's etcd clients redial with gRPC's
@@ -60,7 +59,7 @@ func TestKubeAPIServerRestart(t *testing.T) {
 
 	load := startLoad(api, "kas")
 	t.Cleanup(func() { load.stop() })
-	time.Sleep(testbin.Soaked(preFault))
+	load.waitWarm(t, warmRequests*testbin.SoakScale())
 
 	f := fault{part: "the kube-apiserver", what: "kube-apiserver SIGKILLed and started again on its port", bound: kubeAPIServerRecoveryBound, start: time.Now()}
 	if err := e.cluster.KillAPIServer(); err != nil {
@@ -73,7 +72,7 @@ func TestKubeAPIServerRestart(t *testing.T) {
 	f.ready = time.Now()
 	t.Logf("kube-apiserver killed in %v, ready again %v after the kill",
 		killed.Sub(f.start).Round(time.Millisecond), f.ready.Sub(killed).Round(time.Millisecond))
-	time.Sleep(time.Until(f.windowEnd().Add(testbin.Soaked(afterWindow))))
+	load.waitPast(t, f.windowEnd(), pastWindowRequests*testbin.SoakScale())
 	outcomes := load.stop()
 
 	figs := f.checkLoad(t, outcomes)
@@ -115,26 +114,34 @@ func TestEtcdRestart(t *testing.T) {
 
 	load := startLoad(api, "etcd")
 	t.Cleanup(func() { load.stop() })
-	time.Sleep(testbin.Soaked(preFault))
+	load.waitWarm(t, warmRequests*testbin.SoakScale())
 
 	f := fault{part: "etcd", what: "etcd stopped and started again on its URL and data", bound: etcdRecoveryBound, start: time.Now()}
-	// Proof that etcd is down: a read the kube-apiserver must take from
-	// etcd (a GET without resourceVersion is a quorum read) fails while
-	// it is. Made a moment into the stop, from its own goroutine, since
-	// the stop blocks for seconds.
-	probe := make(chan error, 1)
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		_, err := e.cluster.Dynamic().Resource(v1beta1.NodeInventoryGVR).Get(pctx, e.fleet.Node(0).Name(), metav1.GetOptions{})
-		probe <- err
-	}()
-	if err := e.cluster.StopEtcd(); err != nil {
+	// The stop closes etcd's listeners at once, then blocks for about 7 s
+	// waiting out the kube-apiserver's watch streams (see
+	// cluster.StopEtcd): it runs in its own goroutine, and the outage is
+	// as long as it takes. etcd is started again once it returned.
+	etcdAddr := strings.TrimPrefix(e.cluster.EtcdURL(), "http://")
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- e.cluster.StopEtcd() }()
+	// Proof that etcd is down: once it refuses connections, a read the
+	// kube-apiserver must take from etcd (a GET without resourceVersion
+	// is a quorum read) fails, made while the stop still runs.
+	poll.Until(t, "etcd to refuse connections once its stop began", func() bool {
+		c, err := net.DialTimeout("tcp", etcdAddr, time.Second)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
+	})
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	_, probeErr := e.cluster.Dynamic().Resource(v1beta1.NodeInventoryGVR).Get(pctx, e.fleet.Node(0).Name(), metav1.GetOptions{})
+	pcancel()
+	if err := <-stopErr; err != nil {
 		t.Fatalf("stop etcd: %v", err)
 	}
 	stopped := time.Now()
-	time.Sleep(time.Until(f.start.Add(testbin.Soaked(etcdDown))))
 	if err := e.cluster.StartEtcd(ctx); err != nil {
 		t.Fatalf("start etcd again: %v", err)
 	}
@@ -151,13 +158,13 @@ func TestEtcdRestart(t *testing.T) {
 		apiserverReady <- readiness{time.Now(), err}
 	}()
 	t.Logf("etcd stop took %v; etcd ready again %v after the stop began", stopped.Sub(f.start).Round(time.Millisecond), f.ready.Sub(f.start).Round(time.Millisecond))
-	time.Sleep(time.Until(f.windowEnd().Add(testbin.Soaked(afterWindow))))
+	load.waitPast(t, f.windowEnd(), pastWindowRequests*testbin.SoakScale())
 	outcomes := load.stop()
 
-	if err := <-probe; err == nil {
+	if probeErr == nil {
 		t.Errorf("a quorum read through the kube-apiserver succeeded while etcd was stopped: the fault did not happen as meant")
 	} else {
-		t.Logf("etcd-backed read while etcd was stopped failed as it must: %v", err)
+		t.Logf("etcd-backed read while etcd was stopped failed as it must: %v", probeErr)
 	}
 	if r := <-apiserverReady; r.err != nil {
 		t.Errorf("the kube-apiserver's /readyz never passed again after etcd came back: %v", r.err)

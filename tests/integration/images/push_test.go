@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tools/images/ociimage"
 )
 
@@ -388,8 +390,8 @@ func TestPauseImageRuns(t *testing.T) {
 	}
 
 	// pause is started with SIGINT ignored, which a Go program keeps until it
-	// asks for the signal: a SIGINT sent before pause is listening is lost
-	// instead of killing it, so resending until it exits is race-free.
+	// asks for the signal: a SIGINT sent before pause is listening would be
+	// lost, so the test sends it once pause shows it listens.
 	signal.Ignore(syscall.SIGINT)
 	cmd := exec.Command(bin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -402,31 +404,55 @@ func TestPauseImageRuns(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		t.Fatalf("pause exited on its own: %v\n%s", err, stderr.String())
-	case <-time.After(200 * time.Millisecond):
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
-	for {
+	// Once pause asks for SIGINT its /proc status shows the signal caught
+	// (SigCgt), which nothing announces: poll for that, failing if pause
+	// exits first, on its own. Then one SIGINT must end it, with status 0.
+	sigint := uint64(1) << (uint(syscall.SIGINT) - 1)
+	poll.UntilNil(t, "pause to listen for SIGINT", func() error {
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Fatalf("pause exited with %v after SIGINT, want status 0\n%s", err, stderr.String())
-			}
-			if stderr.Len() > 0 {
-				t.Errorf("pause wrote %q", stderr.String())
-			}
-			return
-		case <-tick.C:
-			_ = cmd.Process.Signal(syscall.SIGINT)
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatal("pause still runs 30s into SIGINTs")
+			t.Fatalf("pause exited on its own: %v\n%s", err, stderr.String())
+		default:
+		}
+		caught, err := caughtSignals(cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		if caught&sigint == 0 {
+			return fmt.Errorf("SigCgt %#x", caught)
+		}
+		return nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("pause exited with %v after SIGINT, want status 0\n%s", err, stderr.String())
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("pause wrote %q", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("pause still runs 30s after SIGINT")
+	}
+}
+
+// caughtSignals is the mask of signals the process pid catches, from the
+// SigCgt line of /proc/<pid>/status.
+func caughtSignals(pid int) (uint64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 		}
 	}
+	return 0, fmt.Errorf("no SigCgt in /proc/%d/status", pid)
 }
 
 // hostImage returns the only image of a host layout.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
@@ -41,20 +42,21 @@ func startLocal(t *testing.T, args ...string) map[string]string {
 		}
 	})
 
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		out, _ := os.ReadFile(logPath)
+	// The process writes "# ready" to its log file, which nothing
+	// announces: poll the file, and stop at once if the process exits
+	// first (cond runs on the test's goroutine, so it may fail the test).
+	var out []byte
+	poll.Until(t, "sandbox-e2b-local to print # ready", func() bool {
+		out, _ = os.ReadFile(logPath)
 		if bytes.Contains(out, []byte("\n# ready\n")) {
-			return parseExports(t, string(out))
+			return true
 		}
 		if err := p.ExitErr(); err != nil {
 			t.Fatalf("%v before it was ready\n%s", err, p.LogTail(40))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbox-e2b-local not ready after 2m\n%s", p.LogTail(40))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
+	return parseExports(t, string(out))
 }
 
 // parseExports reads "export NAME=value" lines.

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
@@ -153,20 +155,16 @@ func TestBinaryFleetServesTheContract(t *testing.T) {
 	}
 
 	// Wait for the pool to fill, then claim through the binary's API.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.UntilNil(t, "the base pool to reach 2 warm VMs", func() error {
 		info, err := c.Info(ctx)
 		if err != nil {
 			t.Fatalf("info: %v", err)
 		}
 		if p, ok := info.Pool(sandbox.PoolKey{Template: "base", Net: "none", Size: "small"}); ok && p.Warm >= 2 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool never reached 2 warm VMs: %+v", info.Pools)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("pools %+v", info.Pools)
+	})
 	claim, err := c.Claim(ctx, sandboxd.ClaimRequest{Template: "base", ClaimRef: "default/it", TTLSeconds: 60})
 	if err != nil {
 		t.Fatalf("claim: %v", err)

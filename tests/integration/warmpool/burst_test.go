@@ -2,6 +2,7 @@ package warmpool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
@@ -38,11 +40,6 @@ const (
 	// creates from warm; 30 gives each of the 3 nodes 10, enough that the
 	// placement (fleet.Order prefers the warmest node) spreads the burst.
 	burstWarm = 30
-	// resolveWithin bounds the retries of one failed create at the
-	// survivor. A name a dead replica was creating may be held by its
-	// hold for up to the hold TTL (--name-hold-ttl, 20 s in these tests) before it is
-	// visible or free.
-	resolveWithin = 90 * time.Second
 	// deadHolderWindow is the one time the survivor may answer a create
 	// 503: from the kill until the dead replica's name reservations can
 	// have expired (about 30 s, plus 5 s for a loaded machine). A replica
@@ -50,11 +47,6 @@ const (
 	// may ask the client to retry rather than guess; any other 5xx, or a
 	// 503 outside this window, is a failure.
 	deadHolderWindow = 35 * time.Second
-	// servedWithin bounds the wait for the survivor to serve every name.
-	servedWithin = 30 * time.Second
-	// settleWithin bounds the wait for the survivor's goroutines and
-	// descriptors to come back after the burst.
-	settleWithin = 30 * time.Second
 	// What legitimately stays on the survivor after the burst is idle
 	// keep-alive connections to the nodes: sandboxd's transport keeps up
 	// to 128 per node for 90 s, longer than this test, and opens one more
@@ -172,6 +164,7 @@ func TestReplicaKilledDuringCreateBurst(t *testing.T) {
 	if err := survivor.ExitErr(); err != nil {
 		t.Fatalf("the survivor died: %v", err)
 	}
+	b.resolveFailed(ctx, t)
 
 	res := b.summary()
 	t.Logf("burst: %d creates over %v, %d at once; %s SIGKILLed once %d had answered 201",
@@ -184,7 +177,7 @@ func TestReplicaKilledDuringCreateBurst(t *testing.T) {
 	t.Logf("every name resolved %v after the kill", res.resolvedAfterKill.Round(time.Millisecond))
 
 	if len(res.unresolved) > 0 {
-		t.Fatalf("%d names never resolved at the survivor within %v: %s", len(res.unresolved), resolveWithin, strings.Join(res.unresolved, "; "))
+		t.Fatalf("%d names never resolved at the survivor: %s", len(res.unresolved), strings.Join(res.unresolved, "; "))
 	}
 	// A SIGKILLed replica answers nothing rather than 5xx, and the
 	// survivor keeps answering throughout.
@@ -206,25 +199,24 @@ func TestReplicaKilledDuringCreateBurst(t *testing.T) {
 	// made before a create answers; a late-granted claim the fleet core
 	// releases is retried with back-off up to 5 s, so 15 s settles it.
 	var claims map[string][]string
-	ok, state := settle(15*time.Second, func() (bool, string) {
+	poll.UntilNil(t, "the fleet to hold exactly one VM per name", func() error {
 		claims = claimsIn(f, ns)
-		return fleetMatches(claims, res.createdID, burstNames)
+		if ok, state := fleetMatches(claims, res.createdID, burstNames); !ok {
+			return errors.New(state)
+		}
+		return nil
 	})
 	total := 0
 	for _, ids := range claims {
 		total += len(ids)
 	}
 	t.Logf("fleet: %d claimed VMs for %d names in %s", total, len(claims), ns)
-	if !ok {
-		t.Errorf("the fleet does not hold exactly one VM per name: %s", state)
-	}
 
 	// Every name that got a 201 is served by the survivor, as the sandbox
 	// that create made (same claim id), once its node published it (every
-	// 300 ms here). servedWithin is generous for that and keeps a failing
-	// run short.
+	// 300 ms here).
 	pending := slices.Sorted(maps.Keys(res.createdID))
-	ok, state = settle(servedWithin, func() (bool, string) {
+	poll.UntilNil(t, "the survivor to serve every created name as created", func() error {
 		// Names served as created are not asked again.
 		var still, why []string
 		for _, name := range pending {
@@ -242,88 +234,105 @@ func TestReplicaKilledDuringCreateBurst(t *testing.T) {
 			still = append(still, name)
 		}
 		pending = still
-		return len(still) == 0, fmt.Sprintf("%d not served as created: %s", len(still), firstN(why, 10))
+		if len(still) > 0 {
+			return fmt.Errorf("%d not served as created: %s", len(still), firstN(why, 10))
+		}
+		return nil
 	})
-	if !ok {
-		t.Errorf("the survivor does not serve every created name as created within %v: %s", servedWithin, state)
-	}
-	ok, state = settle(servedWithin, func() (bool, string) {
+	poll.UntilNil(t, fmt.Sprintf("the survivor to list exactly the %d burst names", burstNames), func() error {
 		rep, err := survivorAPI.list(ctx, ns)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		if rep.Code != http.StatusOK {
-			return false, rep.String()
+			return errors.New(rep.String())
 		}
 		got := map[string]int{}
 		for _, sb := range rep.Object.Items {
 			got[sb.Name]++
 		}
-		return sameNames(got, burstNames), fmt.Sprintf("%d items, %d distinct names", len(rep.Object.Items), len(got))
+		if !sameNames(got, burstNames) {
+			return fmt.Errorf("%d items, %d distinct names", len(rep.Object.Items), len(got))
+		}
+		return nil
 	})
-	if !ok {
-		t.Errorf("the survivor does not list exactly the %d burst names within %v: %s", burstNames, servedWithin, state)
-	}
 
 	// The survivor returns to its pre-burst goroutines and descriptors,
 	// but for idle connections to the nodes, once the burst's requests
 	// are done.
 	maxNodeConns := len(ports) * burstConcurrency
 	var now usageFigures
-	back, _ := settle(settleWithin, func() (bool, string) {
-		now = usage(ctx, t, survivorAPI, survivor, ports)
-		grown := max(now.nodeConns-before.nodeConns, 0)
-		return now.goroutines <= before.goroutines+2*grown+goroutineSlack &&
-			now.fds <= before.fds+grown+fdSlack &&
-			now.nodeConns <= maxNodeConns, ""
-	})
-	t.Logf("survivor goroutines: %d before the burst, %d after; file descriptors: %d before, %d after; of them connections to the nodes: %d before, %d after",
-		before.goroutines, now.goroutines, before.fds, now.fds, before.nodeConns, now.nodeConns)
-	if !back {
+	back := false
+	// Should the wait below fail the test, show what grew: the goroutine
+	// profile is read only then, since reading it on every poll would be
+	// slow and would itself perturb the figures polled.
+	defer func() {
+		if back {
+			return
+		}
 		grown := []string{"(goroutine profile unreadable)"}
 		if stacksAfter, err := survivorAPI.goroutineStacks(ctx); err == nil {
 			grown = grownStacks(stacksBefore, stacksAfter)
 		}
-		t.Errorf("the survivor did not settle within %v: goroutines %d → %d, file descriptors %d → %d, node connections %d → %d "+
-			"(allowed: 2 goroutines and 1 descriptor per added node connection, plus %d and %d; at most %d node connections); descriptors by kind %v → %v; grown stacks:\n%s",
-			settleWithin, before.goroutines, now.goroutines, before.fds, now.fds, before.nodeConns, now.nodeConns,
-			goroutineSlack, fdSlack, maxNodeConns, fdKindsBefore, fdKinds(survivor.Process), strings.Join(grown, "\n"))
-	}
+		t.Errorf("descriptors by kind %v → %v; grown stacks:\n%s", fdKindsBefore, fdKinds(survivor.Process), strings.Join(grown, "\n"))
+	}()
+	poll.UntilNil(t, "the survivor to settle back to its goroutines and descriptors before the burst", func() error {
+		now = usage(ctx, t, survivorAPI, survivor, ports)
+		grown := max(now.nodeConns-before.nodeConns, 0)
+		if now.goroutines <= before.goroutines+2*grown+goroutineSlack &&
+			now.fds <= before.fds+grown+fdSlack &&
+			now.nodeConns <= maxNodeConns {
+			return nil
+		}
+		return fmt.Errorf("goroutines %d → %d, file descriptors %d → %d, node connections %d → %d "+
+			"(allowed: 2 goroutines and 1 descriptor per added node connection, plus %d and %d; at most %d node connections)",
+			before.goroutines, now.goroutines, before.fds, now.fds, before.nodeConns, now.nodeConns,
+			goroutineSlack, fdSlack, maxNodeConns)
+	})
+	back = true
+	t.Logf("survivor goroutines: %d before the burst, %d after; file descriptors: %d before, %d after; of them connections to the nodes: %d before, %d after",
+		before.goroutines, now.goroutines, before.fds, now.fds, before.nodeConns, now.nodeConns)
 }
 
 // warmupConcurrent creates n sandboxes in ns at a, concurrency at once,
-// each until it answers 201.
+// each until it answers 201: each poll creates, concurrency at once,
+// every name not created yet.
 func warmupConcurrent(t *testing.T, a *replicaAPI, ns string, n, concurrency int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	slots := make(chan struct{}, concurrency)
+	pending := make([]string, n)
 	for i := range n {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			name := fmt.Sprintf("warmup-%02d", i)
-			deadline := time.Now().Add(waitTimeout)
-			for {
+		pending[i] = fmt.Sprintf("warmup-%02d", i)
+	}
+	poll.UntilNil(t, fmt.Sprintf("%d warm-up creates in %s to answer 201", n, ns), func() error {
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			still []string
+			last  error
+		)
+		slots := make(chan struct{}, concurrency)
+		for _, name := range pending {
+			wg.Go(func() {
+				slots <- struct{}{}
+				defer func() { <-slots }()
 				ctx, cancel := context.WithTimeout(context.Background(), replicaAPITimeout)
 				rep, err := a.create(ctx, testSandbox(ns, name, burstImage))
 				cancel()
 				if err == nil && rep.Code == http.StatusCreated {
 					return
 				}
-				if time.Now().After(deadline) {
-					errs <- fmt.Errorf("warm-up create %s/%s: %v %v", ns, name, rep, err)
-					return
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+				mu.Lock()
+				still, last = append(still, name), fmt.Errorf("warm-up create %s/%s: %v %v", ns, name, rep, err)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		pending = still
+		if len(still) > 0 {
+			return fmt.Errorf("%d not created yet, e.g. %w", len(still), last)
+		}
+		return nil
+	})
 }
 
 // usageFigures are a replica's goroutines, open descriptors, and the
@@ -408,8 +417,8 @@ func (b *burst) run(ctx context.Context, i int) {
 	if err == nil && rep.Code == http.StatusCreated {
 		b.createdOK(&res, first, rep.Object, now)
 	} else {
+		// Retried at the survivor once the burst is over: resolveFailed.
 		b.record(first, rep, err, now, true)
-		b.resolve(ctx, &res)
 	}
 	b.mu.Lock()
 	b.results = append(b.results, res)
@@ -426,37 +435,75 @@ func (b *burst) createdOK(res *nameResult, a *replicaAPI, sb *agentsv1beta1.Sand
 	}
 }
 
-// resolve retries res's create at the survivor until it answers 201, or
-// 409 AlreadyExists and a GET then finds the name, or resolveWithin
-// passes. Between tries it waits 250 ms: a name a dead replica held may
-// stay reserved, and neither visible nor free, for a while.
-func (b *burst) resolve(ctx context.Context, res *nameResult) {
-	deadline := time.Now().Add(resolveWithin)
-	for {
-		res.retries++
-		rep, err := b.survivor.create(ctx, testSandbox(b.ns, res.name, burstImage))
-		now := time.Now()
-		if err == nil && rep.Code == http.StatusCreated {
-			b.createdOK(res, b.survivor, rep.Object, now)
+// resolveFailed retries at the survivor, as a client of a two-replica
+// Service would, every create whose first attempt failed, until each
+// answers 201, or 409 AlreadyExists and a GET then finds the name. A name
+// a dead replica held may stay reserved, neither visible nor free, for up
+// to the hold TTL (--name-hold-ttl, 20 s in these tests), and nothing
+// announces its release: so each poll tries every name still open once,
+// burstConcurrency at a time.
+func (b *burst) resolveFailed(ctx context.Context, t *testing.T) {
+	t.Helper()
+	b.mu.Lock()
+	var pending []*nameResult
+	for i := range b.results {
+		if !b.results[i].resolved {
+			pending = append(pending, &b.results[i])
+		}
+	}
+	b.mu.Unlock()
+	poll.UntilNil(t, fmt.Sprintf("the %d names whose first create failed to resolve at the survivor", len(pending)), func() error {
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, burstConcurrency)
+		for _, res := range pending {
+			wg.Go(func() {
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				b.resolveOnce(ctx, res)
+			})
+		}
+		wg.Wait()
+		var still, why []string
+		open := pending[:0]
+		for _, res := range pending {
+			if !res.resolved {
+				open = append(open, res)
+				still, why = append(still, res.name), append(why, res.name+": "+res.last)
+			}
+		}
+		pending = open
+		if len(still) > 0 {
+			return fmt.Errorf("%d unresolved: %s", len(still), firstN(why, 10))
+		}
+		return nil
+	})
+}
+
+// resolveOnce tries res's create at the survivor once: resolved on 201,
+// or on 409 AlreadyExists and a GET that then finds the name.
+func (b *burst) resolveOnce(ctx context.Context, res *nameResult) {
+	res.retries++
+	rep, err := b.survivor.create(ctx, testSandbox(b.ns, res.name, burstImage))
+	now := time.Now()
+	if err == nil && rep.Code == http.StatusCreated {
+		b.createdOK(res, b.survivor, rep.Object, now)
+		return
+	}
+	b.record(b.survivor, rep, err, now, false)
+	res.last = describe(rep, err)
+	if err == nil && rep.alreadyExists() {
+		got, gerr := b.survivor.get(ctx, b.ns, res.name)
+		if gerr == nil && got.Code == http.StatusOK {
+			res.found, res.resolved, res.resolvedAt = true, true, time.Now()
 			return
 		}
-		b.record(b.survivor, rep, err, now, false)
-		res.last = describe(rep, err)
-		if err == nil && rep.alreadyExists() {
-			got, gerr := b.survivor.get(ctx, b.ns, res.name)
-			if gerr == nil && got.Code == http.StatusOK {
-				res.found, res.resolved, res.resolvedAt = true, true, time.Now()
-				return
-			}
-			if gerr == nil && got.Code >= 500 {
-				b.record(b.survivor, got, nil, time.Now(), false)
-			}
-			res.last += "; then GET " + describe(got, gerr)
+		if gerr == nil && got.Code >= 500 {
+			b.record(b.survivor, got, nil, time.Now(), false)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
+		res.last += "; then GET " + describe(got, gerr)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 )
 
@@ -115,6 +116,55 @@ func testPlacement(t *testing.T, e *env) {
 	})
 }
 
+// waitRenewals waits until holder has renewed the warm-pool Lease in ns
+// renewals times, and fails the test if meanwhile the Lease names anyone
+// else or changes hands (its leaseTransitions move, which also catches a
+// change and a change back between two reads). A renewal is the election's
+// own clock: the other candidates try to acquire at the same retry period
+// the holder renews at, so renewals with the holder unchanged show their
+// tries failed, where a fixed sleep would only have let time pass.
+func waitRenewals(t *testing.T, e *env, ns, holder string, renewals int) {
+	t.Helper()
+	var (
+		started     bool // the first read is the baseline
+		transitions int32
+		last        metav1.MicroTime
+		seen        int
+	)
+	poll.UntilNil(t, fmt.Sprintf("%s to renew the lease %d times", holder, renewals), func() error {
+		var lease coordinationv1.Lease
+		if err := e.kube.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: warmpool.LeaseName}, &lease); err != nil {
+			return err
+		}
+		h, tr, renewed := "", int32(0), metav1.MicroTime{}
+		if lease.Spec.HolderIdentity != nil {
+			h = *lease.Spec.HolderIdentity
+		}
+		if lease.Spec.LeaseTransitions != nil {
+			tr = *lease.Spec.LeaseTransitions
+		}
+		if lease.Spec.RenewTime != nil {
+			renewed = *lease.Spec.RenewTime
+		}
+		if h != holder {
+			t.Fatalf("the lease moved from %s to %q without a failure", holder, h)
+		}
+		switch {
+		case !started:
+			started, transitions, last = true, tr, renewed
+		case tr != transitions:
+			t.Fatalf("the lease changed hands (leaseTransitions %d → %d) without a failure", transitions, tr)
+		case !renewed.Equal(&last):
+			last = renewed
+			seen++
+		}
+		if seen < renewals {
+			return fmt.Errorf("renewed %d times", seen)
+		}
+		return nil
+	})
+}
+
 func leaseHolder(e *env, ns string) string {
 	var lease coordinationv1.Lease
 	if err := e.kube.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: warmpool.LeaseName}, &lease); err != nil {
@@ -146,12 +196,13 @@ func testLeaderElection(t *testing.T, e *env) {
 		return h == leader.Identity(), "holder " + h
 	})
 	eventually(t, "the leader places the pool", func() (bool, string) { return placedAsExpected(key, 5, f) })
-	// Over several retry periods the follower never drives.
-	for range 20 {
-		if follower.Leading() || follower.Puts() != 0 {
-			t.Fatalf("the follower drives too (leading=%v, puts=%d)", follower.Leading(), follower.Puts())
-		}
-		time.Sleep(retryPeriod / 4)
+	// Over several retry periods the follower never drives: once the
+	// leader has renewed the lease a few times (each a retry period in
+	// which the follower tried to acquire it and must have failed), the
+	// follower does not lead and has written nothing to a node.
+	waitRenewals(t, e, ns, leader.Identity(), 4)
+	if follower.Leading() || follower.Puts() != 0 {
+		t.Fatalf("the follower drives too (leading=%v, puts=%d)", follower.Leading(), follower.Puts())
 	}
 
 	stopLeader()

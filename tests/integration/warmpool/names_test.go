@@ -11,6 +11,7 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // nameRaceRounds is how many fresh names are each created at both
@@ -84,18 +85,22 @@ func TestOneNameOneSandboxAcrossReplicas(t *testing.T) {
 	// The claims are made before a create answers; a late-granted claim
 	// the fleet core releases is retried with back-off up to 5 s, so 15 s
 	// settles the fleet.
+	// A name with two VMs never settles; the wait then fails naming it
+	// and what each replica answered for it.
 	var claims map[string][]string
-	settled, _ := settle(15*time.Second, func() (bool, string) {
+	poll.UntilNil(t, fmt.Sprintf("the fleet to hold one VM for each of the %d names", nameRaceRounds), func() error {
 		claims = claimsIn(f, ns)
-		if len(claims) != nameRaceRounds {
-			return false, ""
-		}
-		for _, ids := range claims {
-			if len(ids) != 1 {
-				return false, ""
+		var off []string
+		for _, r := range rounds {
+			if n := len(claims[r.name]); n != 1 {
+				off = append(off, fmt.Sprintf("%s: %d VMs (%s answered %s, %s answered %s)", r.name, n,
+					pair[0].name, describe(r.replies[0], r.errs[0]), pair[1].name, describe(r.replies[1], r.errs[1])))
 			}
 		}
-		return true, ""
+		if len(claims) != nameRaceRounds || len(off) > 0 {
+			return fmt.Errorf("VMs for %d names, want %d; %s", len(claims), nameRaceRounds, firstN(off, 10))
+		}
+		return nil
 	})
 
 	var oneWinner, bothCreated, noneCreated, conflicts, duplicates, vms int
@@ -150,7 +155,7 @@ func TestOneNameOneSandboxAcrossReplicas(t *testing.T) {
 	}
 	t.Logf("%d names raced at both replicas: %d with exactly one 201, %d with two 201s, %d with none; 201s by %s: %d, by %s: %d; %d answers 409 AlreadyExists",
 		nameRaceRounds, oneWinner, bothCreated, noneCreated, pair[0].name, createdBy[0], pair[1].name, createdBy[1], conflicts)
-	t.Logf("fleet: %d claimed VMs for %d names in %s; %d names with more than one VM (settled: %v)", vms, len(claims), ns, duplicates, settled)
+	t.Logf("fleet: %d claimed VMs for %d names in %s; %d names with more than one VM", vms, len(claims), ns, duplicates)
 }
 
 // isRaceName reports whether name is one of the rounds' names.

@@ -316,20 +316,6 @@ func createUntilServed(t *testing.T, a *replicaAPI, ns, name, image string) *age
 	return created
 }
 
-// settle polls cond every 200 ms until it holds or within passes, and
-// reports the last state; unlike eventually it does not fail the test, so
-// the caller can report what it found.
-func settle(within time.Duration, cond func() (bool, string)) (bool, string) {
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok || time.Now().After(deadline) {
-			return ok, state
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // goroutineStacks reads the replica's goroutine profile
 // (/debug/pprof/goroutine?debug=1): how many goroutines wait in each
 // distinct stack, keyed by the stack's frames, innermost first.

@@ -67,11 +67,7 @@ func TestReplicasFailover(t *testing.T) {
 		return false, fmt.Sprintf("holder %q, replicas %q and %q", h, replicas[0].id, replicas[1].id)
 	})
 	t.Logf("%s leads (%s); %s follows (%s)", leader.name, leader.id, survivor.name, survivor.id)
-	for end := time.Now().Add(3 * warmpool.DefaultRetryPeriod); time.Now().Before(end); time.Sleep(apiPollEvery) {
-		if h := leaseHolder(e, ns); h != leader.id {
-			t.Fatalf("the lease moved from %s to %q without a failure", leader.id, h)
-		}
-	}
+	waitRenewals(t, e, ns, leader.id, 3)
 
 	// Probe the survivor's own API for the whole failover.
 	probeCtx, stopProbe := context.WithCancel(context.Background())

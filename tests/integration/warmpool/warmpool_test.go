@@ -32,6 +32,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/warmpool"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	agentsandboxcrds "github.com/cocoonstack/sandbox-operator/tests/testdata/agentsandbox-crds"
@@ -203,20 +204,16 @@ func (e *env) pool(t testing.TB, ns, name string) *extv1beta1.SandboxWarmPool {
 	return &wp
 }
 
-// eventually polls cond until it holds or waitTimeout passes.
+// eventually polls cond (with poll, the one poll helper) until it holds,
+// and fails the test with what and cond's last state if it does not.
 func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
+	poll.UntilNil(t, what, func() error {
+		if ok, state := cond(); !ok {
+			return fmt.Errorf("last state: %s", state)
 		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: not reached within %v; last state: %s", what, waitTimeout, last)
+		return nil
+	})
 }
 
 // nodeTargets reads every live node's pool targets from its sandboxd.

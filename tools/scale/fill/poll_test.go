@@ -2,6 +2,7 @@ package fill
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,9 +41,26 @@ func testPoller(t *testing.T, observe string) {
 	}
 	t.Cleanup(p.stop)
 
-	start := time.Now()
+	// The pools are set once the poller's first sweep has read every
+	// node, so it waits (it saw poll-0 and poll-1 short of their shares)
+	// before anything changes.
+	firstSweep := make(chan struct{})
+	var reads atomic.Int64
+	read := p.read
+	p.read = func(ctx context.Context, i int) (sandboxd.PoolStatus, error) {
+		row, err := read(ctx, i)
+		if reads.Add(1) == int64(len(names)) {
+			close(firstSweep)
+		}
+		return row, err
+	}
+
+	var setAt time.Time
+	setting := make(chan struct{})
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		<-firstSweep
+		setAt = time.Now()
+		close(setting)
 		for i, n := range f.Nodes() {
 			c, err := sandboxd.New(n.Addr(), sandboxd.WithToken(token))
 			if err != nil {
@@ -58,8 +76,11 @@ func testPoller(t *testing.T, observe string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.target.Sub(start) < 50*time.Millisecond {
-		t.Errorf("targets seen %v after the start, before they were set", r.target.Sub(start))
+	<-setting
+	// A read's time is taken once it returned, so one that saw the
+	// targets ended after the first of them was set.
+	if r.target.Before(setAt) {
+		t.Errorf("targets seen at %v, before they were set at %v", r.target, setAt)
 	}
 	if r.warm.Before(r.target) {
 		t.Errorf("warm seen at %v, before the targets at %v", r.warm, r.target)
