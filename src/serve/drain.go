@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Drain is the shutdown of a replica behind a Service. When the signal
@@ -23,6 +25,12 @@ type Drain struct {
 // NewDrain starts draining when signal ends; Context ends delay later.
 // A zero delay stops at the signal, as a process outside a Service may.
 func NewDrain(signal context.Context, delay time.Duration, logger *slog.Logger) *Drain {
+	return NewDrainWithClock(signal, delay, logger, clock.RealClock{})
+}
+
+// NewDrainWithClock is NewDrain counting the delay on clk, so a test can
+// step through it rather than wait it out.
+func NewDrainWithClock(signal context.Context, delay time.Duration, logger *slog.Logger, clk clock.WithDelayedExecution) *Drain {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -35,7 +43,7 @@ func NewDrain(signal context.Context, delay time.Duration, logger *slog.Logger) 
 			return
 		}
 		logger.Info("draining: reporting not ready and serving on before the listeners stop", "delay", delay)
-		time.AfterFunc(delay, cancel)
+		clk.AfterFunc(delay, cancel)
 	})
 	return d
 }

@@ -2,32 +2,40 @@ package serve
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // TestDrainReportsFirstAndStopsAfterTheDelay: readiness fails at the
-// signal, while the parts keep running until the delay has passed.
+// signal, while the parts keep running until the delay has passed on the
+// drain's clock, and not a moment before.
 func TestDrainReportsFirstAndStopsAfterTheDelay(t *testing.T) {
+	const delay = 5 * time.Second
+	clk := clocktesting.NewFakeClock(time.Now())
 	signal, send := context.WithCancel(context.Background())
-	d := NewDrain(signal, 300*time.Millisecond, nil)
+	d := NewDrainWithClock(signal, delay, nil, clk)
 	if d.Draining() || d.Context().Err() != nil {
 		t.Fatal("draining before the signal")
 	}
-	sent := time.Now()
 	send()
-	// Draining is set by the signal's AfterFunc; the parts' context is
-	// still live then, for the delay.
-	for !d.Draining() {
-		runtime.Gosched()
+	// The signal's AfterFunc sets Draining, then arms the delay.
+	poll.Until(t, "the drain to arm its delay", clk.HasWaiters)
+	if !d.Draining() {
+		t.Fatal("the delay was armed before readiness failed")
 	}
+	clk.Step(delay - time.Nanosecond)
 	if d.Context().Err() != nil {
-		t.Fatal("the parts were stopped at the signal, before the delay")
+		t.Fatal("the parts were stopped before the delay had passed")
 	}
-	<-d.Context().Done()
-	if waited := time.Since(sent); waited < 300*time.Millisecond {
-		t.Fatalf("the parts were stopped %v after the signal, before the 300ms delay", waited)
+	clk.Step(time.Nanosecond)
+	select {
+	case <-d.Context().Done():
+	case <-time.After(poll.Timeout):
+		t.Fatal("the parts were not stopped once the delay had passed")
 	}
 }
 
@@ -37,7 +45,7 @@ func TestDrainWithoutDelayStopsAtTheSignal(t *testing.T) {
 	send()
 	select {
 	case <-d.Context().Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Fatal("a drain without delay did not stop")
 	}
 	if !d.Draining() {

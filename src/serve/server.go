@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -66,15 +67,21 @@ type Server struct {
 }
 
 // Listen binds cfg.Addr, so that a port in use fails startup before
-// anything is served.
+// anything is served; or, when the process was handed a listening socket
+// bound to cfg.Addr at exec, takes that one (see the package comment).
 func Listen(cfg ServerConfig) (*Server, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: listening on %s: %w", cfg.Name, cfg.Addr, err)
+	ln, socket := ClaimInheritedListener(cfg.Addr)
+	if ln != nil {
+		logger.Info("using the inherited listening socket", "listener", cfg.Name, "socket", socket, "address", ln.Addr().String())
+	} else {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("%s: listening on %s: %w", cfg.Name, cfg.Addr, err)
+		}
 	}
 	if perClientMax := cmp.Or(cfg.MaxConnsPerClient, DefaultMaxConnsPerClient); perClientMax > 0 {
 		ln = limitPerClient(ln, perClientMax, logger.With("listener", cfg.Name))
@@ -103,7 +110,12 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // requests finish for the shutdown timeout; streams still open after it
 // are cut. It answers an error only when the listener fails while
 // serving.
+//
+// The first Serve of the process closes the inherited sockets no Listen
+// claimed (CloseUnclaimedListeners): the binaries bind every listener
+// before serving any.
 func (s *Server) Serve(ctx context.Context) error {
+	closeUnclaimedOnce.Do(func() { CloseUnclaimedListeners(s.log) })
 	tlsOn := s.srv.TLSConfig != nil
 	s.log.Info("serving", "address", s.Addr().String(), "tls", tlsOn)
 	served := make(chan error, 1)
@@ -130,6 +142,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	return nil
 }
+
+// closeUnclaimedOnce makes only the process's first Serve close the
+// unclaimed inherited sockets.
+var closeUnclaimedOnce sync.Once
 
 // Close releases the listener of a Server that will not be served.
 func (s *Server) Close() error { return s.ln.Close() }

@@ -237,6 +237,15 @@ func (p *apiServerProcess) stop() error {
 // freePort returns a TCP port on host that was free a moment ago. The
 // kube-apiserver cannot take port 0, so the port has to be chosen in
 // advance; a start that loses the race is retried on a new port.
+//
+// It cannot be handed a bound socket instead, as the e2e servers are
+// (src/serve's socket activation): it runs as a child process, and
+// upstream's command builds its SecureServingOptions inside
+// app.NewAPIServerCommand, out of reach of the Listener field that would
+// take one, so cmd/kube-apiserver would have to copy the command to set
+// it. etcd, which runs in this process, binds port 0 itself and has no
+// such window; a restart of either on its old port retries the same way
+// (restart.go).
 func freePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {

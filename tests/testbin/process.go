@@ -2,8 +2,10 @@ package testbin
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,7 +24,29 @@ type Process struct {
 // StartProcess runs binary with args and the test's environment plus env,
 // sending stdout and stderr to logPath. name labels the process in errors
 // and log tails.
-func StartProcess(name, binary, logPath string, args, env []string) (*Process, error) {
+//
+// listeners (from Listen) are handed to the process as it starts, by
+// systemd's socket-activation convention, which src/serve follows: file
+// descriptors from 3 on, LISTEN_FDS and LISTEN_FDNAMES. A binary serving
+// through src/serve takes the one bound to the address its flag names, so
+// pass each listener's address in the flag. They are closed here in any
+// case: once started, the process holds the only copy, and its end closes
+// the port as a server's end would.
+func StartProcess(name, binary, logPath string, args, env []string, listeners ...*net.TCPListener) (*Process, error) {
+	defer func() {
+		for _, ln := range listeners {
+			_ = ln.Close()
+		}
+	}()
+	inherit, names, err := listenerFiles(listeners)
+	defer func() {
+		for _, f := range inherit {
+			_ = f.Close()
+		}
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s log: %w", name, err)
@@ -30,7 +54,11 @@ func StartProcess(name, binary, logPath string, args, env []string) (*Process, e
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(withoutSocketActivation(os.Environ()), env...)
+	if len(inherit) > 0 {
+		cmd.ExtraFiles = inherit
+		cmd.Env = append(cmd.Env, ListenFDsEnv+"="+strconv.Itoa(len(inherit)), ListenFDNamesEnv+"="+strings.Join(names, ":"))
+	}
 	cmd.SysProcAttr = ChildSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

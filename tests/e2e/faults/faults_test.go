@@ -3,13 +3,15 @@ package faults_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/tests/testbin"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 const (
@@ -33,16 +35,24 @@ func TestNodeKilledDuringCreates(t *testing.T) {
 	survivors := []string{s.addrs()[0], s.addrs()[2]}
 
 	ctx, stop := context.WithCancel(context.Background())
-	collect := s.createLoad(ctx, createWorkers)
-	time.Sleep(testbin.Soaked(2 * time.Second))
+	t.Cleanup(stop)
+	began := time.Now()
+	load := s.createLoad(ctx, createWorkers)
+	// The kill comes once the load has put sandboxes on the victim, so
+	// that some of what clients were told about dies with it.
+	load.waitSucceeded(t, createWorkers, began, "the load began")
+	poll.Until(t, "a sandbox of the load on the victim", func() bool { return len(s.owners(t, []string{victimAddr})) > 0 })
 	killed := time.Now()
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	left := s.waitPeers(t, survivors[0], 1)
-	time.Sleep(testbin.Soaked(2 * time.Second))
+	// Creates go on succeeding on the survivors once the dead member has
+	// left the mesh, and the error window (which starts at the kill) has
+	// closed for creates started after it.
+	load.waitSucceeded(t, 2*createWorkers, killed.Add(max(left, errorWindow)), "the dead member left and the error window closed")
 	stop()
-	outs := collect()
+	outs := load.collect()
 
 	var told []created
 	var failed, late int
@@ -133,7 +143,8 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var killedAt atomic.Int64
 	type stream struct {
-		ok, failed  int
+		// ok and failed are read while the stream runs.
+		ok, failed  atomic.Int64
 		firstFailAt time.Time
 		slowest     time.Duration
 	}
@@ -148,23 +159,48 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 				err := s.echo(c, sb)
 				results[i].slowest = max(results[i].slowest, time.Since(start))
 				if err == nil {
-					results[i].ok++
+					results[i].ok.Add(1)
 					continue
 				}
-				if results[i].failed == 0 {
+				if results[i].failed.Load() == 0 {
 					results[i].firstFailAt = time.Now()
 				}
-				results[i].failed++
-				time.Sleep(50 * time.Millisecond)
+				results[i].failed.Add(1)
+				// A failed stream retries at a slower pace, so a dead
+				// node's refusals do not spin.
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
 			}
 		})
 	}
-	time.Sleep(testbin.Soaked(time.Second))
+	// Every stream answers before the kill, and goes on afterwards: those
+	// to the victim until they fail, the others for as many answers again.
+	oks := func() []int64 {
+		out := make([]int64, len(sbs))
+		for i := range results {
+			out[i] = results[i].ok.Load()
+		}
+		return out
+	}
+	poll.Until(t, "every stream to answer before the kill", func() bool { return !slices.Contains(oks(), 0) })
+	atKill := oks()
 	killedAt.Store(time.Now().UnixNano())
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(testbin.Soaked(3 * time.Second))
+	poll.UntilNil(t, "the streams to the dead node to fail and the others to answer on", func() error {
+		for i, sb := range sbs {
+			if onVictim(sb) && results[i].failed.Load() == 0 {
+				return fmt.Errorf("the stream to %s on the dead node has not failed yet", sb.ID)
+			}
+			if !onVictim(sb) && results[i].ok.Load() < 2*atKill[i] {
+				return fmt.Errorf("the stream to %s answered %d times, %d before the kill", sb.ID, results[i].ok.Load(), atKill[i])
+			}
+		}
+		return nil
+	})
 	stop()
 	wg.Wait()
 
@@ -172,21 +208,21 @@ func TestNodeKilledDuringRelays(t *testing.T) {
 	var deadStreams int
 	var detect time.Duration
 	for i, sb := range sbs {
-		r := results[i]
-		if r.ok == 0 {
+		r := &results[i]
+		if r.ok.Load() == 0 {
 			t.Errorf("stream to %s never got an answer", sb.ID)
 		}
 		if r.slowest >= clientTimeout {
 			t.Errorf("a request to %s hung for the client's whole timeout", sb.ID)
 		}
 		if !onVictim(sb) {
-			if r.failed > 0 {
-				t.Errorf("stream to %s on a live node failed %d times", sb.ID, r.failed)
+			if r.failed.Load() > 0 {
+				t.Errorf("stream to %s on a live node failed %d times", sb.ID, r.failed.Load())
 			}
 			continue
 		}
 		deadStreams++
-		if r.failed == 0 {
+		if r.failed.Load() == 0 {
 			t.Errorf("stream to %s on the dead node never failed", sb.ID)
 			continue
 		}
@@ -229,11 +265,15 @@ func TestHungNode(t *testing.T) {
 	}
 	paused := time.Now()
 	ctx, stop := context.WithCancel(context.Background())
-	collect := s.createLoad(ctx, createWorkers)
+	t.Cleanup(stop)
+	load := s.createLoad(ctx, createWorkers)
 	listed := s.listLoad(t, ctx)
-	time.Sleep(testbin.Soaked(3 * nodeTimeout))
+	// The node hangs until creates started after the front's node timeout
+	// could have passed on it succeed too: by then any call the front made
+	// to the hung node has waited the timeout out.
+	load.waitSucceeded(t, 2*createWorkers, paused.Add(nodeTimeout), "the node timeout after the pause")
 	stop()
-	outs := collect()
+	outs := load.collect()
 	lists := listed()
 
 	told, slowest, failed := s.checkCreatesDuringFault(t, "while a node hung", outs)

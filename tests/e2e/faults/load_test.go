@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // createUntilOn creates sandboxes until n of them are on the node at
@@ -93,24 +95,15 @@ func (s *stack) checkCreatesDuringFault(t *testing.T, during string, outs []outc
 }
 
 // waitAnswering waits until every sandbox in sbs answers through the data
-// plane, failing the test after 30 s, and returns how long after since
-// the last of them first answered.
+// plane, failing the test after poll.Timeout, and returns how long after
+// since the last of them first answered.
 func (s *stack) waitAnswering(t *testing.T, sbs []created, since time.Time) time.Duration {
 	t.Helper()
 	c := &http.Client{Timeout: clientTimeout}
 	defer c.CloseIdleConnections()
 	var back time.Duration
 	for _, sb := range sbs {
-		for {
-			err := s.echo(c, sb)
-			if err == nil {
-				break
-			}
-			if time.Since(since) > 30*time.Second {
-				t.Fatalf("sandbox %s: %v", sb.ID, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		poll.UntilNil(t, "sandbox "+sb.ID+" to answer through the data plane", func() error { return s.echo(c, sb) })
 		back = max(back, time.Since(since))
 	}
 	return back

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
-	"github.com/cocoonstack/sandbox-operator/tests/testbin"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // TestPartitionedNode cuts the network path to one node under create and
-// list load for three node timeouts, then heals it. Nothing reaches the
+// list load until the create it caught has moved on and creates keep
+// succeeding past the node timeout, then heals it. Nothing reaches the
 // node meanwhile, neither the front nor its peers, but unlike a hung node
 // it keeps running and keeps reaching out (the cut is one-way, as a
 // broken route or a firewall rule makes it): what reached it before the
@@ -29,21 +30,24 @@ func TestPartitionedNode(t *testing.T) {
 	pre, onVictim := s.createUntilOn(t, victim, 2)
 
 	ctx, stop := context.WithCancel(context.Background())
-	collect := s.createLoad(ctx, createWorkers)
+	t.Cleanup(stop)
+	began := time.Now()
+	load := s.createLoad(ctx, createWorkers)
 	listed := s.listLoad(t, ctx)
+	load.waitSucceeded(t, createWorkers, began, "the load began")
 	// The partition begins as a claim reaches the node: the node grants
 	// it, and the answer is behind the cut.
-	time.Sleep(testbin.Soaked(time.Second))
 	select {
 	case <-s.link.CutAfter(isClaim):
-	case <-time.After(15 * time.Second):
-		stop()
-		collect()
-		listed()
-		t.Fatal("no claim reached the linked node in 15 s")
+	case <-time.After(poll.Timeout):
+		t.Fatalf("no claim reached the linked node in %v", poll.Timeout)
 	}
 	cut := time.Now()
-	time.Sleep(testbin.Soaked(3 * nodeTimeout))
+	// The cut holds until the create whose claim it caught has ended
+	// (placed elsewhere once the node timeout passed), and creates started
+	// after that timeout succeed on the other nodes.
+	load.waitEnded(t, cut, "the cut")
+	load.waitSucceeded(t, 2*createWorkers, cut.Add(nodeTimeout), "the node timeout after the cut")
 	peersCut := s.peersNaming(t, s.direct[0], s.nodes[linked].Addrs()[0])
 	// What the node holds, seen from its console: the test's own address
 	// for it is not behind the link.
@@ -51,7 +55,7 @@ func TestPartitionedNode(t *testing.T) {
 	s.link.Heal()
 	healed := time.Now()
 	stop()
-	outs := collect()
+	outs := load.collect()
 	lists := listed()
 
 	told, slowest, failed := s.checkCreatesDuringFault(t, "while a node was cut off", outs)

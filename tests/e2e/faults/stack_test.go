@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/faultlink"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
@@ -109,20 +111,28 @@ func newStack(t *testing.T, withLink bool) *stack {
 		if i > 0 {
 			args = append(args, "--join="+s.nodes[0].Addrs()[0])
 		}
-		direct := ""
 		if withLink && i == linked {
-			direct = harness.FreeAddr(t)
-			_, port, _ := strings.Cut(direct, ":")
-			s.link = harness.StartLink(t, "127.0.0.2:"+port, direct)
-			args = append(args, "--base-port="+port, "--advertise-host=127.0.0.2")
+			// The node picks its own port P on 127.0.0.1 and advertises
+			// 127.0.0.2:P, where the link then listens: no port is chosen
+			// here and bound later by another process.
+			args = append(args, "--advertise-host=127.0.0.2")
 		}
 		s.nodes = append(s.nodes, harness.StartSim(t, simBin, ndir, 1, args...))
-		if direct == "" {
-			direct = s.nodes[i].Addrs()[0]
+		direct := s.nodes[i].Addrs()[0]
+		if withLink && i == linked {
+			_, port, err := net.SplitHostPort(direct)
+			if err != nil {
+				t.Fatalf("sandboxd-sim advertised %q: %v", direct, err)
+			}
+			s.link = harness.StartLink(t, direct, net.JoinHostPort("127.0.0.1", port))
+			direct = net.JoinHostPort("127.0.0.1", port)
 		}
 		s.direct = append(s.direct, direct)
 	}
-	s.api, s.proxy, s.metrics = harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
+	apiListener, api := harness.Listen(t)
+	proxyListener, proxy := harness.Listen(t)
+	metricsListener, metrics := harness.Listen(t)
+	s.api, s.proxy, s.metrics = api, proxy, metrics
 	s.front = harness.StartProcess(t, "sandbox-e2b", e2bBin, dir, []string{
 		"--sandboxd=" + s.nodes[0].Addrs()[0],
 		"--sandboxd-token-file=" + tokenFile,
@@ -136,7 +146,7 @@ func newStack(t *testing.T, withLink bool) *stack {
 		// The load is one key's; the per-key create rate is not under test.
 		"--e2b-create-rate=0", "--e2b-max-sandboxes=0",
 		"--metrics-bind-address=" + s.metrics,
-	}, nil)
+	}, nil, apiListener, proxyListener, metricsListener)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	harness.WaitHealthy(t, ctx, s.front, "http://"+s.api+"/health")
@@ -232,27 +242,89 @@ func (s *stack) create(ctx context.Context) (o outcome) {
 	return o
 }
 
-// createLoad runs workers that each create a sandbox every createEvery
-// until ctx ends, and returns every outcome.
-func (s *stack) createLoad(ctx context.Context, workers int) func() []outcome {
-	var mu sync.Mutex
-	var all []outcome
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
+// createLoad is a steady create load on the front: workers that each
+// create a sandbox every createEvery until the context ends.
+type createLoad struct {
+	wg sync.WaitGroup
+	mu sync.Mutex
+	// all are the outcomes so far; inFlight the start of each worker's
+	// create under way.
+	all      []outcome
+	inFlight map[int]time.Time
+}
+
+// createLoad starts workers creating until ctx ends.
+func (s *stack) createLoad(ctx context.Context, workers int) *createLoad {
+	l := &createLoad{inFlight: map[int]time.Time{}}
+	for w := range workers {
+		l.wg.Go(func() {
+			tick := time.NewTicker(createEvery)
+			defer tick.Stop()
 			for ctx.Err() == nil {
+				l.mu.Lock()
+				l.inFlight[w] = time.Now()
+				l.mu.Unlock()
 				o := s.create(context.Background())
-				mu.Lock()
-				all = append(all, o)
-				mu.Unlock()
-				time.Sleep(time.Until(o.start.Add(createEvery)))
+				l.mu.Lock()
+				delete(l.inFlight, w)
+				l.all = append(l.all, o)
+				l.mu.Unlock()
+				select {
+				case <-ctx.Done():
+				case <-tick.C:
+				}
 			}
 		})
 	}
-	return func() []outcome {
-		wg.Wait()
-		return all
-	}
+	return l
+}
+
+// collect waits for the workers, once the load's context ended, and
+// returns every outcome.
+func (l *createLoad) collect() []outcome {
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.all
+}
+
+// waitSucceeded waits until n creates that started after since have
+// succeeded: the load went on past that moment, whatever it was.
+func (l *createLoad) waitSucceeded(t *testing.T, n int, since time.Time, what string) {
+	t.Helper()
+	poll.UntilNil(t, fmt.Sprintf("%d creates started after %s to succeed", n, what), func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ok, failed := 0, 0
+		for _, o := range l.all {
+			if o.start.After(since) {
+				if o.err == nil {
+					ok++
+				} else {
+					failed++
+				}
+			}
+		}
+		if ok < n {
+			return fmt.Errorf("%d succeeded, %d failed so far", ok, failed)
+		}
+		return nil
+	})
+}
+
+// waitEnded waits until every create that started before at has ended.
+func (l *createLoad) waitEnded(t *testing.T, at time.Time, what string) {
+	t.Helper()
+	poll.UntilNil(t, "the creates under way at "+what+" to end", func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, started := range l.inFlight {
+			if started.Before(at) {
+				return fmt.Errorf("a create started %v before it still waits", at.Sub(started).Round(time.Millisecond))
+			}
+		}
+		return nil
+	})
 }
 
 // get answers the status of GET /sandboxes/{id}.
@@ -339,23 +411,18 @@ func ownerOf(owners map[string]string, id string) (string, bool) {
 // in told: a claim nobody was told about must have been released.
 func (s *stack) checkReleased(t *testing.T, addrs []string, told []created) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	poll.UntilNil(t, "the nodes to release every claim nobody was told about", func() error {
 		var extra []string
 		for id, addr := range s.owners(t, addrs) {
 			if !slices.ContainsFunc(told, func(c created) bool { return sandbox.SameID(c.ID, id) }) {
 				extra = append(extra, addr+": "+id)
 			}
 		}
-		if len(extra) == 0 {
-			return
+		if len(extra) > 0 {
+			return fmt.Errorf("claimed with nobody told about them: %v", extra)
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("claimed with nobody told about them: %v", extra)
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // usage is what the front holds: open file descriptors and goroutines.
@@ -396,23 +463,20 @@ func (s *stack) checkNoGrowth(t *testing.T, before usage, told []created) {
 	// open, and a few for the runtime's timers and the scrape itself. A
 	// goroutine leak is growth past that.
 	const fdSlack, goroutineSlack = 12, 10
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var after usage
+	var allowed int
+	poll.UntilNil(t, "the front's descriptors and goroutines to come back down", func() error {
 		s.http.CloseIdleConnections()
-		after := s.usage(t)
-		allowed := before.goroutines + 2*max(after.fds-before.fds, 0) + goroutineSlack
-		if after.fds <= before.fds+fdSlack && after.goroutines <= allowed {
-			t.Logf("front file descriptors: %d before, %d after; goroutines: %d before, %d after",
-				before.fds, after.fds, before.goroutines, after.goroutines)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("the front grew: file descriptors %d to %d (at most %d), goroutines %d to %d (at most %d)",
+		after = s.usage(t)
+		allowed = before.goroutines + 2*max(after.fds-before.fds, 0) + goroutineSlack
+		if after.fds > before.fds+fdSlack || after.goroutines > allowed {
+			return fmt.Errorf("the front grew: file descriptors %d to %d (at most %d), goroutines %d to %d (at most %d)",
 				before.fds, after.fds, before.fds+fdSlack, before.goroutines, after.goroutines, allowed)
-			return
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
+	t.Logf("front file descriptors: %d before, %d after; goroutines: %d before, %d after",
+		before.fds, after.fds, before.goroutines, after.goroutines)
 }
 
 // percentile is the p-th percentile of ds (0 < p ≤ 100).

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,9 @@ type EnvdProxyConfig struct {
 	// TokenFile holds the nodes' root token, EnvdSecretFile the envd
 	// secret access tokens derive from.
 	TokenFile, EnvdSecretFile string
+	// Metrics serves --metrics-bind-address on a port of its own
+	// (EnvdProxy.MetricsAddr).
+	Metrics bool
 	// Args are more flags (limits, say); a later flag wins over the
 	// defaults set here.
 	Args []string
@@ -34,9 +38,10 @@ type EnvdProxyConfig struct {
 
 // EnvdProxy is a running replica.
 type EnvdProxy struct {
-	// Addr is the replica's cleartext (HTTP/1.1 and h2c) listener.
-	Addr string
-	Proc *testbin.Process
+	// Addr is the replica's cleartext (HTTP/1.1 and h2c) listener;
+	// MetricsAddr its metrics listener, empty unless Metrics was asked for.
+	Addr, MetricsAddr string
+	Proc              *testbin.Process
 	// killed is set by Kill: the process is meant to be gone at the end.
 	killed atomic.Bool
 }
@@ -54,17 +59,26 @@ func (p *EnvdProxy) Kill() error {
 // when the test ends and must have run until then, unless Kill ended it.
 func StartEnvdProxy(t testing.TB, ctx context.Context, cfg EnvdProxyConfig) *EnvdProxy {
 	t.Helper()
-	p := &EnvdProxy{Addr: FreeAddr(t)}
-	args := append([]string{
+	p := &EnvdProxy{}
+	var ln *net.TCPListener
+	ln, p.Addr = Listen(t)
+	listeners := []*net.TCPListener{ln}
+	args := []string{
 		"--bind-address=" + p.Addr,
 		"--domain=" + cfg.Domain,
 		"--namespace=",
 		"--kubeconfig=" + cfg.Kubeconfig,
 		"--e2b-envd-secret-file=" + cfg.EnvdSecretFile,
 		"--sandboxd-token-file=" + cfg.TokenFile,
-	}, cfg.Args...)
+	}
+	if cfg.Metrics {
+		ln, p.MetricsAddr = Listen(t)
+		listeners = append(listeners, ln)
+		args = append(args, "--metrics-bind-address="+p.MetricsAddr)
+	}
+	args = append(args, cfg.Args...)
 	proc, err := testbin.StartProcess(cfg.Name, cfg.Binary, filepath.Join(cfg.Dir, cfg.Name+".log"), args,
-		[]string{"OPERATOR_LOG_LEVEL=debug"})
+		[]string{"OPERATOR_LOG_LEVEL=debug"}, listeners...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package harness holds what the end-to-end suites' Go harnesses share:
-// secrets written as Secret mounts would hold them, free loopback
-// addresses, and waiting for a child server to answer.
+// secrets written as Secret mounts would hold them, loopback listeners
+// handed to child servers, and waiting for a child server to answer.
 package harness
 
 import (
@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -45,15 +44,20 @@ func WriteFile(t testing.TB, dir, name, content string) string {
 	return p
 }
 
-// FreeAddr is a loopback host:port nothing listens on now.
-func FreeAddr(t testing.TB) string {
+// Listen binds a loopback port for a child server and returns the
+// listener and its host:port. Put the address in the server's flag and the
+// listener in StartProcess's listeners: the bound socket itself is handed
+// over (testbin.StartProcess), so the port is never free for another
+// process to take between choosing it and the server serving it. A
+// listener never handed over is closed when the test ends.
+func Listen(t testing.TB) (*net.TCPListener, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := testbin.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln, ln.Addr().String()
 }
 
 // WaitHealthy polls url until it answers 2xx, failing the test when ctx

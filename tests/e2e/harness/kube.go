@@ -106,8 +106,14 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The aggregated API's port is chosen free and bound by the server
+	// (Kubernetes' serving code, which takes no inherited socket), so it
+	// alone keeps a moment in which another process could take it; the
+	// e2b surface and the proxy are handed bound sockets.
 	host, port, _ := net.SplitHostPort(addr)
-	k := &KubeE2B{APIAddr: FreeAddr(t), ProxyAddr: FreeAddr(t)}
+	apiListener, apiAddr := Listen(t)
+	proxyListener, proxyAddr := Listen(t)
+	k := &KubeE2B{APIAddr: apiAddr, ProxyAddr: proxyAddr}
 	kubeconfig := c.Kubeconfig()
 	k.APIServer = StartProcess(t, "sandbox-apiserver", cfg.APIServer, cfg.Dir, append([]string{
 		"--bind-address=" + host,
@@ -126,7 +132,7 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 		"--e2b-api-key-file=" + cfg.APIKeyFile,
 		"--e2b-template-alias-file=" + cfg.AliasFile,
 		"--e2b-envd-secret-file=" + cfg.EnvdSecretFile,
-	}, cfg.Args...), cfg.Env)
+	}, cfg.Args...), cfg.Env, apiListener)
 	k.Proxy = StartProcess(t, "sandbox-envd-proxy", cfg.EnvdProxy, cfg.Dir, []string{
 		"--bind-address=" + k.ProxyAddr,
 		"--domain=" + cfg.Domain,
@@ -134,7 +140,7 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 		"--kubeconfig=" + kubeconfig,
 		"--e2b-envd-secret-file=" + cfg.EnvdSecretFile,
 		"--sandboxd-token-file=" + cfg.TokenFile,
-	}, nil)
+	}, nil, proxyListener)
 	if err := c.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(KubeAPIGroup, KubeAPIVersion)); err != nil {
 		t.Fatalf("%v\n%s", err, k.APIServer.LogTail(60))
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,12 +15,13 @@ const stopGrace = 20 * time.Second
 
 // StartProcess runs binary with args as a server named name, its output in
 // dir/<name>.log and env added to the test's environment (plus
-// OPERATOR_LOG_LEVEL=debug before env, so env may override it). It is
-// stopped when the test ends; a server that had exited by then fails the
-// test, and a failed test shows the end of its log.
-func StartProcess(t testing.TB, name, binary, dir string, args, env []string) *testbin.Process {
+// OPERATOR_LOG_LEVEL=debug before env, so env may override it), handing
+// it listeners (from Listen; their addresses go in args). It is stopped
+// when the test ends; a server that had exited by then fails the test, and
+// a failed test shows the end of its log.
+func StartProcess(t testing.TB, name, binary, dir string, args, env []string, listeners ...*net.TCPListener) *testbin.Process {
 	t.Helper()
-	p, err := testbin.StartProcess(name, binary, filepath.Join(dir, name+".log"), args, append([]string{"OPERATOR_LOG_LEVEL=debug"}, env...))
+	p, err := testbin.StartProcess(name, binary, filepath.Join(dir, name+".log"), args, append([]string{"OPERATOR_LOG_LEVEL=debug"}, env...), listeners...)
 	if err != nil {
 		t.Fatal(err)
 	}

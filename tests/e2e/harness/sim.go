@@ -138,17 +138,17 @@ func simNodes(logPath string) []SimNode {
 // end.
 func CheckNoClaims(t testing.TB, token string, addrs []string) {
 	t.Helper()
-	deadline := time.Now().Add(releaseTimeout)
-	for {
-		left := claimed(token, addrs)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("sandboxes still claimed on the nodes %v after the suite:\n%s", releaseTimeout, strings.Join(left, "\n"))
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
+	// Polled with wait rather than poll: this runs as a cleanup, where the
+	// failure must be an Errorf that lets the other cleanups run.
+	var left []string
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(context.Context) (bool, error) {
+		left = claimed(token, addrs)
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("sandboxes still claimed on the nodes %v after the suite:\n%s", releaseTimeout, strings.Join(left, "\n"))
 	}
 }
 

@@ -90,7 +90,8 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 		}
 	})
 
-	apiAddr, proxyAddr := harness.FreeAddr(t), harness.FreeAddr(t)
+	apiListener, apiAddr := harness.Listen(t)
+	proxyListener, proxyAddr := harness.Listen(t)
 	p, err := testbin.StartProcess("sandbox-e2b", binary, filepath.Join(dir, "sandbox-e2b.log"), []string{
 		"--sandboxd=" + f.Addrs()[0],
 		"--sandboxd-token-file=" + tokenFile,
@@ -101,7 +102,7 @@ func TestE2BSDKAgainstMesh(t *testing.T) {
 		"--e2b-envd-secret-file=" + secretFile,
 		"--e2b-api-key-file=" + keyFile,
 		"--e2b-template-alias-file=" + aliasFile,
-	}, []string{"OPERATOR_LOG_LEVEL=debug"})
+	}, []string{"OPERATOR_LOG_LEVEL=debug"}, apiListener, proxyListener)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 const (
@@ -237,14 +239,8 @@ func TestEnvdProxyReplicaKilledDuringTransfer(t *testing.T) {
 			t.Errorf("after the kill: %v", err)
 		}
 	}
-	fdsAfter, ok := s.waitFDs(t, replicaB, fdsBefore, fdSlack)
-	if !ok {
-		t.Errorf("replica B's file descriptors grew from %d to %d after the transfers", fdsBefore, fdsAfter)
-	}
-	goroutinesAfter, allowed, ok := s.waitGoroutines(t, replicaB, goroutinesBefore, fdsBefore)
-	if !ok {
-		t.Errorf("replica B's goroutines grew from %d to %d after the transfers (at most %d)", goroutinesBefore, goroutinesAfter, allowed)
-	}
+	fdsAfter := s.waitFDs(t, replicaB, fdsBefore, fdSlack)
+	goroutinesAfter := s.waitGoroutines(t, replicaB, goroutinesBefore, fdsBefore)
 
 	perReplica := len(transfers) / 2
 	t.Logf("FAULT envd-proxy-sigkill-transfer: sandboxes=%d transfer=%dMiB held-at=%dMiB "+
@@ -345,18 +341,24 @@ func transferErrors(transfers []*transfer) error {
 }
 
 // settledFDs counts replica p's descriptors once the client's idle
-// connections are closed and the count stopped falling.
+// connections are closed and the count stopped falling: two counts at
+// least settleGap apart agree.
 func (s *stack) settledFDs(t *testing.T, p int) int {
 	t.Helper()
+	const settleGap = 100 * time.Millisecond
 	s.clients[p].CloseIdleConnections()
-	last := s.fds(t, p)
-	for range 20 {
-		time.Sleep(100 * time.Millisecond)
+	last, lastAt := s.fds(t, p), time.Now()
+	poll.UntilNil(t, fmt.Sprintf("replica %d's descriptor count to settle", p), func() error {
+		if time.Since(lastAt) < settleGap {
+			return fmt.Errorf("%d descriptors, not compared yet", last)
+		}
 		now := s.fds(t, p)
 		if now == last {
-			return now
+			return nil
 		}
-		last = now
-	}
+		err := fmt.Errorf("%d descriptors, %d a moment before", now, last)
+		last, lastAt = now, time.Now()
+		return err
+	})
 	return last
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
@@ -114,12 +115,11 @@ func startStack(t *testing.T) *stack {
 		"--unisolated", "--scratch-dir="+scratch,
 		"--kubeconfig="+c.Kubeconfig(), "--publish-interval="+publishEvery.String())
 	for i, name := range []string{"envd-proxy-a", "envd-proxy-b"} {
-		s.metrics[i] = harness.FreeAddr(t)
 		s.proxies[i] = harness.StartEnvdProxy(t, ctx, harness.EnvdProxyConfig{
 			Binary: proxyBin, Name: name, Dir: dir, Kubeconfig: c.Kubeconfig(), Domain: domain,
-			TokenFile: tokenFile, EnvdSecretFile: secretFile,
-			Args: []string{"--metrics-bind-address=" + s.metrics[i]},
+			TokenFile: tokenFile, EnvdSecretFile: secretFile, Metrics: true,
 		})
+		s.metrics[i] = s.proxies[i].MetricsAddr
 		s.clients[i] = newClient()
 	}
 	t.Cleanup(func() {
@@ -491,41 +491,34 @@ func (s *stack) goroutines(t *testing.T, p int) int {
 // waitGoroutines waits until replica p runs at most want goroutines plus
 // two for each descriptor it holds past fdsBefore (the read and write
 // loops of a connection still open) and a few for timers and the scrape,
-// and returns what it last counted.
-func (s *stack) waitGoroutines(t *testing.T, p, want, fdsBefore int) (got, allowed int, ok bool) {
+// failing the test with the counts when it never does.
+func (s *stack) waitGoroutines(t *testing.T, p, want, fdsBefore int) (got int) {
 	t.Helper()
 	const slack = 10
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.UntilNil(t, fmt.Sprintf("replica %d's goroutines to come back down to %d", p, want), func() error {
 		s.clients[p].CloseIdleConnections()
 		got = s.goroutines(t, p)
-		allowed = want + 2*max(s.fds(t, p)-fdsBefore, 0) + slack
-		if got <= allowed {
-			return got, allowed, true
+		if allowed := want + 2*max(s.fds(t, p)-fdsBefore, 0) + slack; got > allowed {
+			return fmt.Errorf("%d goroutines, at most %d allowed", got, allowed)
 		}
-		if time.Now().After(deadline) {
-			return got, allowed, false
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // waitFDs waits until replica p holds at most want+slack descriptors, and
-// returns what it last counted. Connections the client closed end on the
-// replica's side a moment later, and its keep-alive connections to the
-// nodes (claim-token reads) may stay open: slack allows a handful.
-func (s *stack) waitFDs(t *testing.T, p, want, slack int) (int, bool) {
+// returns what it last counted, failing the test when it never does.
+// Connections the client closed end on the replica's side a moment later,
+// and its keep-alive connections to the nodes (claim-token reads) may stay
+// open: slack allows a handful.
+func (s *stack) waitFDs(t *testing.T, p, want, slack int) (got int) {
 	t.Helper()
 	s.clients[p].CloseIdleConnections()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := s.fds(t, p)
-		if got <= want+slack {
-			return got, true
+	poll.UntilNil(t, fmt.Sprintf("replica %d's file descriptors to come back down to %d", p, want), func() error {
+		if got = s.fds(t, p); got > want+slack {
+			return fmt.Errorf("%d descriptors, at most %d allowed", got, want+slack)
 		}
-		if time.Now().After(deadline) {
-			return got, false
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }

@@ -168,7 +168,8 @@ func startMeshS3(t *testing.T, bins binaries) run {
 	store := startS3(t)
 	sim := startSim(t, bins, s)
 	args, env := buildFlags(t, dir, store)
-	apiAddr, proxyAddr := harness.FreeAddr(t), harness.FreeAddr(t)
+	apiListener, apiAddr := harness.Listen(t)
+	proxyListener, proxyAddr := harness.Listen(t)
 	p := harness.StartProcess(t, "sandbox-e2b", bins.e2b, dir, append([]string{
 		"--sandboxd=" + sim.Addrs()[0],
 		"--sandboxd-token-file=" + s.tokenFile,
@@ -179,7 +180,7 @@ func startMeshS3(t *testing.T, bins binaries) run {
 		"--e2b-envd-secret-file=" + s.secretFile,
 		"--e2b-api-key-file=" + s.keyFile,
 		"--e2b-template-alias-file=" + s.aliasFile,
-	}, args...), env)
+	}, args...), env, apiListener, proxyListener)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	harness.WaitHealthy(t, ctx, p, "http://"+apiAddr+"/health")
