@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,60 +17,107 @@ import (
 	"testing"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
-
 	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestCertFilesReload(t *testing.T) {
+	// The files are what a Secret mount shows: links into a versioned
+	// directory that the kubelet swaps in one rename.
 	dir := t.TempDir()
-	certFile, keyFile := writeCert(t, dir)
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	c, err := serve.LoadCertFiles(certFile, keyFile, clk)
+	previous := ""
+	mount := func(version string) {
+		t.Helper()
+		data := filepath.Join(dir, version)
+		if err := os.Mkdir(data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeCert(t, data)
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(version, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+		// The kubelet then removes the old version; the watcher sees that
+		// at once (its periodic re-read would see the swap later).
+		if previous != "" {
+			if err := os.RemoveAll(filepath.Join(dir, previous)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		previous = version
+	}
+	mount("v1")
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := serve.LoadCertFiles(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, _ := c.GetCertificate(nil)
-	// A rotated pair is picked up at the next check, not before.
-	later := time.Now().Add(time.Hour)
-	newCert, newKey := writeCert(t, t.TempDir())
-	for _, p := range [][2]string{{newCert, certFile}, {newKey, keyFile}} {
-		b, _ := os.ReadFile(p[0])
-		_ = os.WriteFile(p[1], b, 0o600)
-		_ = os.Chtimes(p[1], later, later)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	first := leaf(t, c)
+
+	mount("v2")
+	poll.Until(t, "the rotated certificate in service", func() bool { return !leaf(t, c).Equal(first) })
+
+	// A broken rotation keeps the last good pair in service.
+	good := leaf(t, c)
+	if err := os.Remove(filepath.Join(dir, "v2", "tls.key")); err != nil {
+		t.Fatal(err)
 	}
-	clk.SetTime(clk.Now().Add(serve.CertReloadInterval - time.Second))
-	if got, _ := c.GetCertificate(nil); got != first {
-		t.Fatal("reloaded before the check interval")
+	if err := os.WriteFile(filepath.Join(dir, "v2", "tls.key"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	clk.SetTime(clk.Now().Add(time.Second))
-	if got, _ := c.GetCertificate(nil); got == first {
-		t.Fatal("rotated certificate not picked up")
+	if err := c.Reload(); err == nil {
+		t.Fatal("a garbage key loaded")
 	}
-	// A broken rotation keeps the last good pair.
-	good, _ := c.GetCertificate(nil)
-	_ = os.WriteFile(keyFile, []byte("garbage"), 0o600)
-	_ = os.Chtimes(keyFile, later.Add(time.Hour), later.Add(time.Hour))
-	clk.SetTime(clk.Now().Add(serve.CertReloadInterval))
-	if got, _ := c.GetCertificate(nil); got != good {
+	if !leaf(t, c).Equal(good) {
 		t.Fatal("a broken key replaced the serving certificate")
 	}
+}
+
+// leaf is the certificate c serves now.
+func leaf(t *testing.T, c *serve.CertFiles) *x509.Certificate {
+	t.Helper()
+	cert, err := c.GetCertificate(nil)
+	if err != nil || cert == nil || len(cert.Certificate) == 0 {
+		t.Fatalf("no certificate in service: %v", err)
+	}
+	parsed, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed
 }
 
 func TestLoadCertFilesRefusesABrokenPair(t *testing.T) {
 	dir := t.TempDir()
 	certFile, _ := writeCert(t, dir)
-	if _, err := serve.LoadCertFiles(certFile, certFile, nil); err == nil {
+	if _, err := serve.LoadCertFiles(certFile, certFile); err == nil {
 		t.Fatal("a certificate loaded as its own key")
 	}
-	if _, err := serve.LoadCertFiles(certFile, filepath.Join(dir, "missing"), nil); err == nil {
+	if _, err := serve.LoadCertFiles(certFile, filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("a missing key loaded")
 	}
 }
 
 func TestServesTLSWithHTTP2(t *testing.T) {
 	certFile, keyFile := writeCert(t, t.TempDir())
-	certs, err := serve.LoadCertFiles(certFile, keyFile, nil)
+	certs, err := serve.LoadCertFiles(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("sandbox-apiserver serving certificates: %w", err)
 	}
-	addr, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
+	ln, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
 		Group: Group, Version: Version,
 		Namespace: Namespace, ServiceName: ServiceName,
 		CABundle: certs.CAPEM,
@@ -66,12 +66,16 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Server, erro
 	if err != nil {
 		return nil, err
 	}
+	// The server takes the bound socket (src/serve's inherited listeners)
+	// for its --bind-address and --secure-port.
+	addr := ln.Addr().String()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
+		_ = ln.Close()
 		return nil, fmt.Errorf("APIService address %q: %w", addr, err)
 	}
 	args := opts.args(host, port, certs, c.Kubeconfig())
-	proc, err := testbin.StartProcess("sandbox-apiserver", opts.Binary, filepath.Join(opts.Dir, "sandbox-apiserver.log"), args, []string{logLevelEnv})
+	proc, err := testbin.StartProcess("sandbox-apiserver", opts.Binary, filepath.Join(opts.Dir, "sandbox-apiserver.log"), args, []string{logLevelEnv}, ln)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,14 +61,17 @@ func APIServiceName(group, version string) string { return version + "." + group
 // kube-apiserver's aggregator to a server on loopback. It picks a ClusterIP
 // in ServiceIPRange that can be bound here, creates a Service with it and
 // the port, an EndpointSlice for the availability check and the APIService,
-// and returns the host:port the aggregated server must listen on.
+// and returns a listener already bound at the Service's ClusterIP and port.
 //
-// The returned address was free when checked; the caller should bind it
-// promptly. Wait for the API with WaitAPIServiceAvailable once the server
-// is listening.
-func (c *Cluster) RegisterAPIService(ctx context.Context, spec APIServiceSpec) (string, error) {
+// The listener is handed to the aggregated server (testbin.StartProcess
+// passes it to a child, which takes it through src/serve) or served on in
+// the test, never closed and bound again: between a close and a bind
+// another process may take the port. The caller closes it if it is not
+// used. Wait for the API with WaitAPIServiceAvailable once the server
+// serves.
+func (c *Cluster) RegisterAPIService(ctx context.Context, spec APIServiceSpec) (*net.TCPListener, error) {
 	if spec.Group == "" || spec.Version == "" {
-		return "", errors.New("register APIService: Group and Version are required")
+		return nil, errors.New("register APIService: Group and Version are required")
 	}
 	if spec.Namespace == "" {
 		spec.Namespace = metav1.NamespaceDefault
@@ -78,20 +80,26 @@ func (c *Cluster) RegisterAPIService(ctx context.Context, spec APIServiceSpec) (
 		spec.ServiceName = serviceNameFor(spec.Group)
 	}
 	if err := c.ensureNamespace(ctx, spec.Namespace); err != nil {
-		return "", err
+		return nil, err
 	}
-	svc, err := c.createLoopbackService(ctx, spec)
+	svc, ln, err := c.createLoopbackService(ctx, spec)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	registered := false
+	defer func() {
+		if !registered {
+			_ = ln.Close()
+		}
+	}()
 	port := svc.Spec.Ports[0].Port
 	if err := c.createEndpointSlice(ctx, svc); err != nil {
-		return "", err
+		return nil, err
 	}
 
 	agg, err := aggregatorclient.NewForConfig(c.AdminConfig())
 	if err != nil {
-		return "", fmt.Errorf("aggregator client: %w", err)
+		return nil, fmt.Errorf("aggregator client: %w", err)
 	}
 	apiService := &apiregistrationv1.APIService{
 		ObjectMeta: metav1.ObjectMeta{Name: APIServiceName(spec.Group, spec.Version)},
@@ -110,9 +118,10 @@ func (c *Cluster) RegisterAPIService(ctx context.Context, spec APIServiceSpec) (
 		},
 	}
 	if _, err := agg.ApiregistrationV1().APIServices().Create(ctx, apiService, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create APIService %s: %w", apiService.Name, err)
+		return nil, fmt.Errorf("create APIService %s: %w", apiService.Name, err)
 	}
-	return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))), nil
+	registered = true
+	return ln, nil
 }
 
 // WaitAPIServiceAvailable waits until the named APIService (see
@@ -168,15 +177,16 @@ const maxIPAttempts = 20
 // createLoopbackService creates spec's Service on a random loopback
 // ClusterIP (127.0.0.10-250: .1 is the kubernetes Service's) where
 // spec's port, or a free one, can be bound right now.
-func (c *Cluster) createLoopbackService(ctx context.Context, spec APIServiceSpec) (*corev1.Service, error) {
+func (c *Cluster) createLoopbackService(ctx context.Context, spec APIServiceSpec) (*corev1.Service, *net.TCPListener, error) {
 	var lastErr error
 	for range maxIPAttempts {
 		ip := fmt.Sprintf("127.0.0.%d", 10+rand.IntN(241))
-		port, err := bindablePort(ip, spec.Port)
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.ParseIP(ip), Port: int(spec.Port)})
 		if err != nil {
-			lastErr = err
+			lastErr = fmt.Errorf("bind %s:%d: %w", ip, spec.Port, err)
 			continue
 		}
+		port := int32(ln.Addr().(*net.TCPAddr).Port)
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: spec.ServiceName, Namespace: spec.Namespace},
 			Spec: corev1.ServiceSpec{
@@ -192,27 +202,17 @@ func (c *Cluster) createLoopbackService(ctx context.Context, spec APIServiceSpec
 		}
 		created, err := c.clientset.CoreV1().Services(spec.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 		if err == nil {
-			return created, nil
+			return created, ln, nil
 		}
+		_ = ln.Close()
 		// Another Service of this cluster holds the IP: try another.
 		if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "already allocated") {
 			lastErr = err
 			continue
 		}
-		return nil, fmt.Errorf("create Service %s/%s: %w", spec.Namespace, spec.ServiceName, err)
+		return nil, nil, fmt.Errorf("create Service %s/%s: %w", spec.Namespace, spec.ServiceName, err)
 	}
-	return nil, fmt.Errorf("no bindable ClusterIP in %s after %d attempts: %w", ServiceIPRange, maxIPAttempts, lastErr)
-}
-
-// bindablePort checks that port (or, when zero, some free port) can be
-// bound on ip and returns it.
-func bindablePort(ip string, port int32) (int32, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
-	if err != nil {
-		return 0, fmt.Errorf("bind %s:%d: %w", ip, port, err)
-	}
-	defer l.Close()
-	return int32(l.Addr().(*net.TCPAddr).Port), nil
+	return nil, nil, fmt.Errorf("no bindable ClusterIP in %s after %d attempts: %w", ServiceIPRange, maxIPAttempts, lastErr)
 }
 
 func (c *Cluster) createEndpointSlice(ctx context.Context, svc *corev1.Service) error {

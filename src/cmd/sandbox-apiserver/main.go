@@ -10,13 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -25,7 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/backend"
@@ -191,6 +191,13 @@ func runServer(drain *serve.Drain, logger *slog.Logger, o *options) error {
 	if err != nil {
 		return err
 	}
+	// A socket handed over at start (systemd socket activation, or a test
+	// harness that bound it) serves the API in place of a bind of our own.
+	ss := o.recommended.SecureServing
+	if ln, name := serve.ClaimInheritedListener(net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))); ln != nil {
+		ss.Listener = ln
+		logger.Info("serving the API on an inherited socket", "address", ln.Addr().String(), "name", name)
+	}
 	cfg, err := server.NewConfig(o.recommended, fleet.backend)
 	if err != nil {
 		return err
@@ -329,8 +336,6 @@ func newWarmPoolDriver(logger *slog.Logger, o *options, restConfig *rest.Config,
 		logger.Info("the warm-pool driver is disabled (--enable-warm-pool-driver=false)")
 		return nil, nil
 	}
-	// controller-runtime's own global logger goes to the process stream too.
-	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	d, err := warmpool.New(warmpool.Config{
 		RESTConfig:   restConfig,
 		Nodes:        nodes,

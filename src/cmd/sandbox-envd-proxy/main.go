@@ -143,7 +143,7 @@ func (o *options) loadCredentials() (*credentials, error) {
 	}
 	c := &credentials{secret: secret, token: token}
 	if o.tlsCertFile != "" {
-		if c.certs, err = serve.LoadCertFiles(o.tlsCertFile, o.tlsKeyFile, nil); err != nil {
+		if c.certs, err = serve.LoadCertFiles(o.tlsCertFile, o.tlsKeyFile); err != nil {
 			return nil, fmt.Errorf("--tls-cert-file and --tls-private-key-file: %w", err)
 		}
 	}
@@ -200,7 +200,8 @@ type proxyServer struct {
 	factory dynamicinformer.DynamicSharedInformerFactory
 	store   *inventory.Store
 	srv     *serve.Server
-	metrics *serve.Server // nil without --metrics-bind-address
+	metrics *serve.Server    // nil without --metrics-bind-address
+	certs   *serve.CertFiles // nil without TLS
 }
 
 // listen builds the store and the proxy and binds the listener.
@@ -252,7 +253,7 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 		}
 	}
 	logger.Info("routing", "domain", o.domain, "namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
-	return &proxyServer{factory: factory, store: store, srv: srv, metrics: metrics}, nil
+	return &proxyServer{factory: factory, store: store, srv: srv, metrics: metrics, certs: creds.certs}, nil
 }
 
 // run serves until ctx ends, then drains in-flight requests.
@@ -261,6 +262,9 @@ func (p *proxyServer) run(ctx context.Context, logger *slog.Logger) error {
 	g.Informers("NodeInventory", p.factory, p.store.HasSynced)
 	g.Loop(p.store.Run)
 	g.Go("envd proxy", p.srv.Serve)
+	if p.certs != nil {
+		g.Go("certificate watcher", p.certs.Run)
+	}
 	if p.metrics != nil {
 		g.Go("metrics", p.metrics.Serve)
 	}

@@ -1,8 +1,9 @@
 // Package logging builds the one logger of a process: log/slog text on
-// stderr at the level OPERATOR_LOG_LEVEL (or a flag) names, with klog,
-// which client-go and the generic apiserver library log through, routed
-// into the same stream. Binaries build it once in main and pass it down;
-// library packages take a *slog.Logger and never use a global one.
+// stderr at the level OPERATOR_LOG_LEVEL (or a flag) names, with klog
+// (which client-go and the generic apiserver library log through) and
+// controller-runtime's logger routed into the same stream. Binaries build
+// it once in main and pass it down; library packages take a *slog.Logger
+// and never use a global one.
 package logging
 
 import (
@@ -12,7 +13,9 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // LevelEnv is the environment variable that selects the log level.
@@ -51,6 +54,10 @@ func New(w io.Writer, level slog.Level) *slog.Logger {
 	}
 	_ = fs.Set("v", verbosity)
 	klog.SetSlogLogger(logger)
+	// controller-runtime's pieces (the certificate watcher, the warm-pool
+	// driver's clients) log through their own global logger, which
+	// otherwise drops everything and complains on stderr.
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	return logger
 }
 

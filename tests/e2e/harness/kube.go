@@ -98,7 +98,7 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
+	secureListener, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
 		Group: KubeAPIGroup, Version: KubeAPIVersion,
 		Namespace: kubeAPINamespace, ServiceName: kubeAPIService,
 		CABundle: certs.CAPEM,
@@ -106,11 +106,9 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The aggregated API's port is chosen free and bound by the server
-	// (Kubernetes' serving code, which takes no inherited socket), so it
-	// alone keeps a moment in which another process could take it; the
-	// e2b surface and the proxy are handed bound sockets.
-	host, port, _ := net.SplitHostPort(addr)
+	// Every socket is handed over bound: the aggregated API's (bound at its
+	// Service's address), the e2b surface's and the proxy's.
+	host, port, _ := net.SplitHostPort(secureListener.Addr().String())
 	apiListener, apiAddr := Listen(t)
 	proxyListener, proxyAddr := Listen(t)
 	k := &KubeE2B{APIAddr: apiAddr, ProxyAddr: proxyAddr}
@@ -132,7 +130,7 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 		"--e2b-api-key-file=" + cfg.APIKeyFile,
 		"--e2b-template-alias-file=" + cfg.AliasFile,
 		"--e2b-envd-secret-file=" + cfg.EnvdSecretFile,
-	}, cfg.Args...), cfg.Env, apiListener)
+	}, cfg.Args...), cfg.Env, secureListener, apiListener)
 	k.Proxy = StartProcess(t, "sandbox-envd-proxy", cfg.EnvdProxy, cfg.Dir, []string{
 		"--bind-address=" + k.ProxyAddr,
 		"--domain=" + cfg.Domain,

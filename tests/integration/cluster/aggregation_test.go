@@ -123,7 +123,7 @@ func testAggregatedAPI(t *testing.T, c *cluster.Cluster) {
 		t.Fatal(err)
 	}
 
-	addr, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
+	l, err := c.RegisterAPIService(ctx, cluster.APIServiceSpec{
 		Group: probeGroup, Version: probeVersion,
 		Namespace: namespace, ServiceName: service,
 		CABundle: certPEM,
@@ -131,6 +131,7 @@ func testAggregatedAPI(t *testing.T, c *cluster.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := l.Addr().String()
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +144,6 @@ func testAggregatedAPI(t *testing.T, c *cluster.Cluster) {
 		t.Fatalf("Service %s/%s clusterIP = %v (%v), want %s", namespace, service, svc.Spec.ClusterIP, err, host)
 	}
 
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on the returned address: %v", err)
-	}
 	probe := &probeServer{}
 	srv := httptest.NewUnstartedServer(probe)
 	srv.Listener.Close()

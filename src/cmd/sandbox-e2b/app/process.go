@@ -38,7 +38,7 @@ type Config struct {
 	// ProxyAddress is the data plane's listen address; empty serves none.
 	ProxyAddress string
 	// TLSCertFile and TLSKeyFile make the data plane serve TLS; a rotated
-	// pair is picked up without a restart (serve.CertFiles).
+	// pair is picked up without a restart (serve.CertFiles, run with the process).
 	TLSCertFile, TLSKeyFile string
 	GuestHTTP2              bool
 	// ProxyLimits bound the data plane's request bodies and envd uploads;
@@ -59,8 +59,9 @@ type Process struct {
 	core      *fleet.Fleet
 	surface   *e2b.Server
 	api       *serve.Server
-	dataPlane *serve.Server // nil without a data plane
-	metrics   *serve.Server // nil without a metrics address
+	dataPlane *serve.Server    // nil without a data plane
+	certs     *serve.CertFiles // nil without TLS on the data plane
+	metrics   *serve.Server    // nil without a metrics address
 	logger    *slog.Logger
 }
 
@@ -140,11 +141,12 @@ func (p *Process) listen(cfg Config, m *mesh.Mesh) error {
 			Protocols: envdproxy.Protocols(), Logger: p.logger}
 		cfg.ProxyLimits.ApplyServer(dataPlane)
 		if cfg.TLSCertFile != "" {
-			certs, err := serve.LoadCertFiles(cfg.TLSCertFile, cfg.TLSKeyFile, nil)
+			certs, err := serve.LoadCertFiles(cfg.TLSCertFile, cfg.TLSKeyFile)
 			if err != nil {
 				return fmt.Errorf("data plane: %w", err)
 			}
 			dataPlane.TLS = certs.TLSConfig()
+			p.certs = certs
 		}
 	}
 	api, err := serve.Listen(serve.ServerConfig{Name: "api", Addr: cfg.APIAddress, Handler: wrap("api", p.surface), Logger: p.logger})
@@ -203,6 +205,9 @@ func (p *Process) Run(ctx context.Context) error {
 	})
 	if p.dataPlane != nil {
 		g.Go("data plane", p.dataPlane.Serve)
+	}
+	if p.certs != nil {
+		g.Go("certificate watcher", p.certs.Run)
 	}
 	if p.metrics != nil {
 		g.Go("metrics", p.metrics.Serve)
