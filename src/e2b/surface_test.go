@@ -17,6 +17,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestHealthNeedsNoKey(t *testing.T) {
@@ -398,13 +399,7 @@ func TestInitFailureReleasesTheSandbox(t *testing.T) {
 		t.Fatalf("create with env vars and no envd = %d %s, want 502", r.status, r.body)
 	}
 	r.errorMessage(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for e.live(t) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the half-made sandbox was not released")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitReleased(t)
 	var list []listed
 	e.do(t, http.MethodGet, "/v2/sandboxes", keyA, nil).decode(t, &list)
 	if len(list) != 0 {
@@ -416,12 +411,19 @@ func TestInitFailureReleasesTheSandbox(t *testing.T) {
 	if r.status != http.StatusBadGateway {
 		t.Fatalf("create with no envd = %d %s, want 502", r.status, r.body)
 	}
-	for e.live(t) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the half-made sandbox was not released")
+	e.waitReleased(t)
+}
+
+// waitReleased waits until the fleet holds no claims: a failed create
+// releases its half-made sandbox.
+func (e *env) waitReleased(t testing.TB) {
+	t.Helper()
+	poll.UntilNil(t, "the half-made sandbox to be released", func() error {
+		if n := e.live(t); n != 0 {
+			return fmt.Errorf("the fleet holds %d claims", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestListFiltersAndPagination(t *testing.T) {

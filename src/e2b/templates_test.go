@@ -2,6 +2,7 @@ package e2b_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // withBuilds serves the build API with a directory store.
@@ -79,8 +81,7 @@ func (e *env) requestBuild(t testing.TB, key, name string) buildRequested {
 func (e *env) waitBuild(t testing.TB, key string, req buildRequested) buildStatus {
 	t.Helper()
 	var all buildStatus
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	poll.UntilNil(t, "build "+req.BuildID+" to finish with its logs read", func() error {
 		r := e.do(t, http.MethodGet, "/templates/"+req.TemplateID+"/builds/"+req.BuildID+"/status?logsOffset="+strconv.Itoa(len(all.LogEntries)), key, nil)
 		if r.status != http.StatusOK {
 			t.Fatalf("build status = %d %s", r.status, r.body)
@@ -90,13 +91,11 @@ func (e *env) waitBuild(t testing.TB, key string, req buildRequested) buildStatu
 		all.LogEntries = append(all.LogEntries, st.LogEntries...)
 		all.Status, all.Reason = st.Status, st.Reason
 		if (st.Status == "ready" || st.Status == "error") && len(st.LogEntries) == 0 {
-			return all
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("build still %s", st.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("build still %s, %d log entries read", st.Status, len(all.LogEntries))
+	})
+	return all
 }
 
 func (s buildStatus) logText() string {

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +105,8 @@ type env struct {
 	url   string // scheme://addr
 	hc    *http.Client
 	tlsCA *x509.CertPool
+	// conns is how many client connections the proxy's server holds.
+	conns atomic.Int64
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -149,7 +152,15 @@ func (e *env) serve(useTLS bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: e.proxy, Protocols: envdproxy.Protocols(), ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: e.proxy, Protocols: envdproxy.Protocols(), ReadHeaderTimeout: 30 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateNew:
+				e.conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				e.conns.Add(-1)
+			}
+		}}
 	e.addr = ln.Addr().String()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	if useTLS {

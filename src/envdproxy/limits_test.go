@@ -2,6 +2,7 @@ package envdproxy_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb/processpbconnect"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
+	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/spf13/pflag"
 )
 
@@ -55,19 +58,29 @@ func (e *env) upload(t *testing.T, id, token, path string, body io.Reader) (int,
 	return status, string(b)
 }
 
-func fdCount() int {
+// socketCount is how many sockets the process holds: the relay, the
+// node's side and the guest's side of a request are all sockets. Other
+// descriptors (pipes the simulated guests hold, for one) come and go on
+// their own schedule and say nothing about a request.
+func socketCount() int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return -1
 	}
-	return len(ents)
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestStalledUploadIsReleased is the probe through the whole data plane:
 // Content-Length 1000, three bytes, silence. The proxy answers 408 within
 // its idle bound and closes the connection, and the relay, the node's
-// side and the guest's side all go: the process is back at the file
-// descriptors and goroutines it had before.
+// side and the guest's side all go: the process is back at the sockets
+// and goroutines it had before.
 func TestStalledUploadIsReleased(t *testing.T) {
 	e := newEnv(t, envOptions{nodes: 1, tune: func(c *envdproxy.Config) { c.BodyIdleTimeout = 300 * time.Millisecond }})
 	cl := e.claim(0, true)
@@ -78,8 +91,14 @@ func TestStalledUploadIsReleased(t *testing.T) {
 		t.Fatalf("warm-up upload: %d %s", status, body)
 	}
 	e.hc.CloseIdleConnections()
-	time.Sleep(100 * time.Millisecond)
-	goroutines, fds := runtime.NumGoroutine(), fdCount()
+	poll.Until(t, "the proxy to close the warm-up's connection", func() bool { return e.conns.Load() == 0 })
+	// The claim's refill starts a warm sandbox, whose guest holds
+	// descriptors of its own: on a busy machine it can land after the
+	// baseline, so the baseline waits for the pool to be whole again.
+	if err := e.fleet.Node(0).WaitWarm(ctxT(t), sandbox.PoolKey{Template: tmpl}.WithDefaults(), 2); err != nil {
+		t.Fatalf("the pool refilled after the claim: %v", err)
+	}
+	goroutines, sockets := runtime.NumGoroutine(), socketCount()
 
 	conn := e.rawUpload(t, cl.ID, tok, 1000, "abc")
 	_ = conn.SetReadDeadline(time.Now().Add(hung))
@@ -92,19 +111,22 @@ func TestStalledUploadIsReleased(t *testing.T) {
 		t.Fatalf("stalled upload answered %q, want 408", got)
 	}
 
-	deadline := time.Now().Add(hung)
-	for {
-		g, f := runtime.NumGoroutine(), fdCount()
-		if g <= goroutines && f <= fds {
-			break
+	poll.UntilNil(t, "the stalled upload's goroutines and sockets to go", func() error {
+		if g, n := runtime.NumGoroutine(), socketCount(); g > goroutines || n > sockets {
+			return leftOver{goroutines: g, baseGoroutines: goroutines, sockets: n, baseSockets: sockets}
 		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("after the stalled upload: %d goroutines (baseline %d), %d fds (baseline %d)\n%s",
-				g, goroutines, f, fds, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// leftOver takes the goroutines' stacks only when a failure prints it,
+// not on every poll.
+type leftOver struct{ goroutines, baseGoroutines, sockets, baseSockets int }
+
+func (l leftOver) Error() string {
+	buf := make([]byte, 1<<20)
+	return fmt.Sprintf("%d goroutines (baseline %d), %d sockets (baseline %d)\n%s",
+		l.goroutines, l.baseGoroutines, l.sockets, l.baseSockets, buf[:runtime.Stack(buf, true)])
 }
 
 // TestConcurrentUploadCap: past MaxConcurrentUploads a sandbox's next
@@ -123,13 +145,7 @@ func TestConcurrentUploadCap(t *testing.T) {
 	// The stalled two take their slots once the proxy has read their
 	// heads. A third sent before that would take one of them and leave a
 	// stalled upload refused, so the third waits for both.
-	deadline := time.Now().Add(hung)
-	for envdproxy.UploadsInFlight(e.proxy, full.ID) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stalled uploads hold %d slots, want 2", envdproxy.UploadsInFlight(e.proxy, full.ID))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, "the stalled uploads to hold 2 slots", func() bool { return envdproxy.UploadsInFlight(e.proxy, full.ID) >= 2 })
 	if status, body := e.upload(t, full.ID, tok, "third.txt", strings.NewReader("third")); status != http.StatusTooManyRequests || !strings.Contains(body, "too many uploads") {
 		t.Fatalf("a third upload while two hold the slots = %d %s, want 429", status, body)
 	}
@@ -159,20 +175,16 @@ func TestConcurrentUploadCap(t *testing.T) {
 // waitStatus repeats call until it answers want.
 func waitStatus(t *testing.T, want int, call func() (int, string)) {
 	t.Helper()
-	deadline := time.Now().Add(hung)
-	for {
+	poll.UntilNil(t, fmt.Sprintf("an answer %d", want), func() error {
 		status, body := call()
-		if status == want {
-			if want == http.StatusTooManyRequests && !strings.Contains(body, "too many uploads") {
-				t.Fatalf("429 body %q names no reason", body)
-			}
-			return
+		if status != want {
+			return fmt.Errorf("answered %d %s", status, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never answered %d; last %d %s", want, status, body)
+		if want == http.StatusTooManyRequests && !strings.Contains(body, "too many uploads") {
+			t.Fatalf("429 body %q names no reason", body)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestUploadSizeCap: an upload past MaxUploadBytes is 413, whether it

@@ -15,9 +15,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // TestAbandonRetriesUntilTheNodeAnswers: a sandbox abandoned while its

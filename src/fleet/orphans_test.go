@@ -9,14 +9,15 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // nodesView is a View of fixed nodes and no sandboxes.
@@ -42,17 +43,19 @@ func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
 	defer cancel()
 
 	// Node 0 sits behind a proxy that, while hold is set, keeps a claim
-	// for two node timeouts before passing it on: the node grants it
-	// after the fleet has given up on it.
+	// until the retry below has landed before passing it on: the node
+	// grants it after the fleet has given up on it, and after the retry.
 	const nodeTimeout = 300 * time.Millisecond
 	var hold atomic.Bool
 	hold.Store(true)
+	retried := make(chan struct{})
+	grantLate := sync.OnceFunc(func() { close(retried) })
 	target, _ := url.Parse("http://" + sim.Node(0).Addr())
 	rp := httputil.NewSingleHostReverseProxy(target)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/claim" && hold.Load() {
 			body, _ := io.ReadAll(r.Body)
-			time.Sleep(2 * nodeTimeout)
+			<-retried
 			req, _ := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, target.String()+r.URL.RequestURI(), bytes.NewReader(body))
 			req.Header = r.Header.Clone()
 			if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -63,6 +66,7 @@ func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(slow.Close)
+	t.Cleanup(grantLate) // before slow.Close, which waits for the held claim
 	slowAddr := slow.Listener.Addr().String()
 
 	// Node 0 shows more warm VMs, so the fleet tries it first.
@@ -100,6 +104,7 @@ func TestLateGrantIsReleasedAndARetryKept(t *testing.T) {
 	if retry.NodeAddr != sim.Node(0).Addr() { // the node names itself as owner
 		t.Fatalf("the retry landed on %s, want the slow node", retry.NodeAddr)
 	}
+	grantLate()
 
 	node0, err := sandboxd.New(sim.Node(0).Addr(), sandboxd.WithToken(root))
 	if err != nil {

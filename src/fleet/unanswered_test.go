@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // switchableView is a View whose nodes a test replaces.
@@ -32,11 +34,13 @@ func (*switchableView) Find(context.Context, string, string) (fleet.Sandbox, err
 
 // cutNode is a node's address as a proxy that, while cut, answers
 // nothing (a request waits until its caller gives up), and counts the
-// claims that reach it.
+// claims that reach it and the sandbox lists (the fleet's re-checks) it
+// answered.
 type cutNode struct {
-	addr   string
-	cut    atomic.Bool
-	claims atomic.Int64
+	addr          string
+	cut           atomic.Bool
+	claims        atomic.Int64
+	answeredLists atomic.Int64
 }
 
 func startCutNode(t *testing.T, target string) *cutNode {
@@ -56,6 +60,9 @@ func startCutNode(t *testing.T, target string) *cutNode {
 			return
 		}
 		rp.ServeHTTP(w, r)
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/sandboxes" {
+			n.answeredLists.Add(1)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	n.addr = srv.Listener.Addr().String()
@@ -125,19 +132,19 @@ func TestUnansweredNodeGoesLastUntilItAnswers(t *testing.T) {
 	view.set(quietNode, otherNode)
 
 	// Once the node answers, the re-check hears it and it leads again.
+	// The fleet records the answer just after the node gave it, so the
+	// claims are polled, but only from then: before, each would cost a
+	// warm VM of the other node.
 	quiet.cut.Store(false)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	poll.Until(t, "a re-check answered by the node", func() bool { return quiet.answeredLists.Load() > 0 })
+	poll.UntilNil(t, "a claim on the node that answers again", func() error {
 		cl, err := claim()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cl.NodeAddr == sim.Node(0).Addr() {
-			break
+		if cl.NodeAddr != sim.Node(0).Addr() {
+			return fmt.Errorf("the claim landed on %s", cl.NodeAddr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never took a claim again after it answered")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

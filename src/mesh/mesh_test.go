@@ -9,10 +9,10 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/internal/fleettest"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestDiscoveryFromOneSeed(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
@@ -107,6 +108,41 @@ func startReplica(t *testing.T, ns, identity string, ttl time.Duration, mutate .
 	return r
 }
 
+// sharedClock makes replicas share one fake clock, as replicas share the
+// real one, so a test steps the holds' TTL instead of sleeping through it.
+func sharedClock(clk *clocktesting.FakeClock) func(*Config) {
+	return func(c *Config) { c.Clock = clk }
+}
+
+// startReplicaOn starts a replica on clk and waits until its renewal
+// ticker is on the clock, so the test's next step reaches it.
+func startReplicaOn(t *testing.T, clk *clocktesting.FakeClock, ns, identity string, ttl time.Duration) *replica {
+	t.Helper()
+	before := clk.Waiters()
+	r := startReplica(t, ns, identity, ttl, sharedClock(clk))
+	poll.Until(t, identity+"'s renewal ticker", func() bool { return clk.Waiters() > before })
+	return r
+}
+
+// stepRenewal moves clk on by one renewal period (TTL/3) and waits until
+// holder's renewal of key, stamped at the new time, is in the object.
+func stepRenewal(t *testing.T, clk *clocktesting.FakeClock, ttl time.Duration, ns, key string, holder *replica) {
+	t.Helper()
+	clk.Step(ttl / 3)
+	want := clk.Now().Add(ttl)
+	poll.UntilNil(t, holder.Identity()+" renews "+key, func() error {
+		cm, err := testCluster.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), ObjectName(shardOf(key)), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		e, ok := decodeEntry(cm.Data[dataKey(key)])
+		if !ok || e.Holder != holder.Identity() || e.Expires.Before(want) {
+			return fmt.Errorf("the entry is %+v (ok %v), want %s's expiring at %v", e, ok, holder.Identity(), want)
+		}
+		return nil
+	})
+}
+
 func acquire(t *testing.T, r *replica, key string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -156,8 +192,9 @@ func TestOneHolderPerNameAcrossReplicas(t *testing.T) {
 func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 	ns := testNamespace(t)
 	const ttl = time.Second
-	a := startReplica(t, ns, "replica-a", ttl)
-	b := startReplica(t, ns, "replica-b", ttl)
+	clk := clocktesting.NewFakeClock(time.Now())
+	a := startReplicaOn(t, clk, ns, "replica-a", ttl)
+	b := startReplicaOn(t, clk, ns, "replica-b", ttl)
 
 	if err := acquire(t, a, "team/released"); err != nil {
 		t.Fatal(err)
@@ -178,7 +215,7 @@ func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 	if err := acquire(t, a, "team/freed"); err != nil {
 		t.Fatal(err)
 	}
-	c := startReplica(t, ns, "replica-c", ttl)
+	c := startReplicaOn(t, clk, ns, "replica-c", ttl)
 	if err := b.Free(context.Background(), "team/freed"); err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +226,11 @@ func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 	}
 	c.Release("team/freed")
 	poll.UntilNil(t, "b takes the name it freed", func() error { return acquire(t, b, "team/freed") })
-	// a must not renew a hold that was freed under it.
-	time.Sleep(2 * ttl)
+	// a must not renew a hold that was freed under it: two TTLs on, the
+	// name is still b's, renewed by b alone.
+	for range 6 {
+		stepRenewal(t, clk, ttl, ns, "team/freed", b)
+	}
 	if err := acquire(t, a, "team/freed"); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a took the name b holds after freeing it: %v", err)
 	}
@@ -199,8 +239,9 @@ func TestReleaseAndFreeGiveTheNameBack(t *testing.T) {
 func TestHoldsLapseUnlessRenewed(t *testing.T) {
 	ns := testNamespace(t)
 	const ttl = time.Second
-	a := startReplica(t, ns, "replica-a", ttl)
-	b := startReplica(t, ns, "replica-b", ttl)
+	clk := clocktesting.NewFakeClock(time.Now())
+	a := startReplicaOn(t, clk, ns, "replica-a", ttl)
+	b := startReplicaOn(t, clk, ns, "replica-b", ttl)
 
 	if err := acquire(t, a, "team/renewed"); err != nil {
 		t.Fatal(err)
@@ -209,18 +250,28 @@ func TestHoldsLapseUnlessRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Settle("team/settled")
-	poll.UntilNil(t, "a settled hold lapses", func() error { return acquire(t, b, "team/settled") })
-
-	// Three TTLs later a still holds what it renews.
-	time.Sleep(3 * ttl)
+	// Three TTLs later a still holds what it renews, and the settled hold,
+	// no longer renewed, has lapsed.
+	for range 9 {
+		stepRenewal(t, clk, ttl, ns, "team/renewed", a)
+	}
 	if err := acquire(t, b, "team/renewed"); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a renewed hold was taken: %v", err)
 	}
-	// A replica that dies stops renewing: its names free within the TTL.
-	died := time.Now()
+	if err := acquire(t, b, "team/settled"); err != nil {
+		t.Fatalf("a settled hold did not lapse: %v", err)
+	}
+	// A replica that dies stops renewing: its names are held until the
+	// TTL after its last renewal, and free from then on.
 	a.stop()
-	poll.UntilNil(t, "a dead replica's hold lapses", func() error { return acquire(t, b, "team/renewed") })
-	t.Logf("a dead replica's hold was taken %v after it stopped (TTL %v)", time.Since(died).Round(time.Millisecond), ttl)
+	clk.Step(ttl - time.Nanosecond)
+	if err := acquire(t, b, "team/renewed"); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a dead replica's hold was taken before its TTL ran out: %v", err)
+	}
+	clk.Step(time.Nanosecond)
+	if err := acquire(t, b, "team/renewed"); err != nil {
+		t.Fatalf("a dead replica's hold did not lapse at its TTL: %v", err)
+	}
 }
 
 func TestDamagedEntryDoesNotBlock(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 var testKey, _ = DeriveKey("fleet-root-token")
@@ -178,16 +180,41 @@ func TestHandlerRefusesWhatItCannotTrust(t *testing.T) {
 // TestAPeerThatDoesNotAnswerCostsOneTimeout: Share is bounded, so a
 // replica that hangs cannot hold up every write.
 func TestAPeerThatDoesNotAnswerCostsOneTimeout(t *testing.T) {
+	// An hour: were Share timed by the real clock, the test would hang
+	// rather than pass.
+	const timeout = time.Hour
+	entered := make(chan struct{}, 1)
 	hang := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
 	t.Cleanup(func() { close(hang); hung.Close() })
-	s := startSharer(t, testKey, clocktesting.NewFakeClock(time.Now()), 200*time.Millisecond, strings.TrimPrefix(hung.URL, "http://"))
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := startSharer(t, testKey, clk, timeout, strings.TrimPrefix(hung.URL, "http://"))
 	returned := make(chan struct{})
 	go func() { s.Share(write("sb_h")); close(returned) }()
+	<-entered
+	// The peer holds the request; Share's timer and the request's bound
+	// are both on the clock now.
+	poll.Until(t, "Share and the send to wait on the clock", func() bool { return clk.Waiters() == 2 })
+	clk.Step(timeout - time.Nanosecond)
 	select {
 	case <-returned:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Share did not return while a peer hung")
+		t.Fatal("Share returned before its Timeout while the peer hung")
+	default:
+	}
+	clk.Step(time.Nanosecond)
+	select {
+	case <-returned:
+	case <-time.After(poll.Timeout):
+		t.Fatal("Share did not return once its Timeout passed on the clock")
 	}
 }
 

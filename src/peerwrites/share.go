@@ -32,7 +32,9 @@ type SharerConfig struct {
 	Timeout time.Duration
 	// Client sends the batches; default one of its own.
 	Client *http.Client
-	Clock  clock.PassiveClock
+	// Clock signs the batches and times the Timeout; default the real
+	// clock. Tests inject a fake one to step a hung peer past the Timeout.
+	Clock  clock.WithTickerAndDelayedExecution
 	Logger *slog.Logger
 }
 
@@ -61,7 +63,7 @@ func NewSharer(cfg SharerConfig) (*Sharer, error) {
 		return nil, errors.New("peerwrites: negative Timeout")
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
-	cfg.Clock = cmp.Or[clock.PassiveClock](cfg.Clock, clock.RealClock{})
+	cfg.Clock = cmp.Or[clock.WithTickerAndDelayedExecution](cfg.Clock, clock.RealClock{})
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: &http.Transport{
 			MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second,
@@ -84,11 +86,11 @@ func (s *Sharer) Share(w Write) {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	t := time.NewTimer(s.cfg.Timeout)
+	t := s.cfg.Clock.NewTimer(s.cfg.Timeout)
 	defer t.Stop()
 	select {
 	case <-q.done:
-	case <-t.C:
+	case <-t.C():
 	}
 }
 
@@ -131,14 +133,18 @@ func (s *Sharer) send(ctx context.Context, batch []queuedWrite) {
 		s.cfg.Logger.Error("Encoding writes for the peer replicas failed", "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
+	// The Timeout runs on the injected clock, not context.WithTimeout's
+	// real one, so that a test's fake clock also ends the peers' requests.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	expire := s.cfg.Clock.AfterFunc(s.cfg.Timeout, func() { cancel(context.DeadlineExceeded) })
+	defer expire.Stop()
 	var wg sync.WaitGroup
 	for _, peer := range s.cfg.Peers() {
 		wg.Go(func() {
 			if err := s.post(ctx, peer, body); err != nil {
 				s.cfg.Logger.Warn("A peer replica did not take this replica's writes; it shows them once the nodes publish",
-					"peer", peer, "writes", len(ws), "err", err)
+					"peer", peer, "writes", len(ws), "err", err, "cause", context.Cause(ctx))
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // bound is how long the tests wait for something that must happen well
@@ -64,18 +66,23 @@ func openFDs() int {
 // the baseline, and fails the test with the counts when they never are.
 func waitBack(t *testing.T, goroutines, fds int) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
+	poll.UntilNil(t, "the goroutine and fd counts to come back to the baseline after the client went", func() error {
 		g, f := runtime.NumGoroutine(), openFDs()
 		if g <= goroutines && f <= fds {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("after the client went: %d goroutines (baseline %d), %d fds (baseline %d)\n%s", g, goroutines, f, fds, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return leftBehind{g, goroutines, f, fds}
+	})
+}
+
+// leftBehind is waitBack's last observation. Its message carries every
+// goroutine's stack, taken when the failure is reported rather than on
+// every poll.
+type leftBehind struct{ g, goroutines, f, fds int }
+
+func (e leftBehind) Error() string {
+	buf := make([]byte, 1<<20)
+	return fmt.Sprintf("%d goroutines (baseline %d), %d fds (baseline %d)\n%s", e.g, e.goroutines, e.f, e.fds, buf[:runtime.Stack(buf, true)])
 }
 
 // TestStalledBodyIsCut is the probe: Content-Length 1000, three bytes,

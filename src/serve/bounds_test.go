@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func listenOK(t *testing.T, cfg serve.ServerConfig) *serve.Server {
@@ -79,22 +81,18 @@ func TestConnectionsPerClientAreBounded(t *testing.T) {
 	open = open[1:]
 	// The closed connection's slot is given back once the server sees the
 	// close.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.UntilNil(t, "the slot freed by a closed connection to come back", func() error {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if answered(c) {
 			open = append(open, c)
-			break
+			return nil
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("a slot freed by a closed connection never came back")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("a new connection is still closed unread")
+	})
 }
 
 // TestConnectionBoundOff: a negative bound turns it off.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/serve"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // serveInBackground serves s until the returned cancel, whose result is
@@ -66,18 +67,14 @@ func TestShutdownDrainsTheRequestInFlight(t *testing.T) {
 
 func waitRefused(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilNil(t, "the listener to refuse connections after the shutdown began", func() error {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			return
+			return nil
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the listener still accepts after the shutdown began")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return errors.New("the listener still accepts")
+	})
 }
 
 func TestShutdownTimeoutCutsStuckRequests(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
+
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // testServer is a real generic apiserver on a random loopback port, serving
@@ -89,19 +92,16 @@ func startServer(t *testing.T) *testServer {
 	}
 	t.Cleanup(ts.http.CloseIdleConnections)
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.UntilNil(t, "the server's /readyz to answer 200", func() error {
 		resp, err := ts.http.Get(ts.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not ready: last error %v", err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %s", resp.Status)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	return ts
 }

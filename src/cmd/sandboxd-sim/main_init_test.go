@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/rootfs"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // TestMain lets the test binary be the init of the isolated sandboxes run
@@ -34,13 +35,12 @@ func TestRefusesUnisolatedUnlessAsked(t *testing.T) {
 	done := make(chan int, 1)
 	stdout, stderr = syncBuffer{}, syncBuffer{}
 	go func() { done <- run(ctx, []string{"--unisolated", "--scratch-dir", t.TempDir()}, &stdout, &stderr) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stdout.String(), "NODE ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the unisolated fleet never came up: %q", stderr.String())
+	poll.UntilNil(t, "the unisolated fleet to come up", func() error {
+		if !strings.Contains(stdout.String(), "NODE ") {
+			return fmt.Errorf("stderr %q", stderr.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // writeFile writes content to a new file in a test directory.
@@ -253,24 +255,19 @@ func TestRunServesAndPublishesUntilCancelled(t *testing.T) {
 			"--envd-secret-file", writeFile(t, "secret", "k"), "--scratch-dir", t.TempDir(), "--log-level", "error"}, &stdout, &stderr)
 	}()
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		n := len(applied)
-		mu.Unlock()
-		if strings.Count(stdout.String(), "NODE ") == 2 && n == 2 {
-			break
-		}
+	poll.UntilNil(t, "the fleet to come up and publish", func() error {
 		select {
 		case code := <-done:
 			t.Fatalf("run exited %d early: %s", code, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fleet never came up and published: stdout %q, applies %v, stderr %q", stdout.String(), applied, stderr.String())
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Count(stdout.String(), "NODE ") != 2 || len(applied) != 2 {
+			return fmt.Errorf("stdout %q, applies %v, stderr %q", stdout.String(), applied, stderr.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	for i, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 3 || f[1] != "sim-node-"+string(rune('0'+i)) || !strings.HasPrefix(f[2], "127.0.0.1:") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // gate is a Runner whose builds block until released, so a test controls
@@ -49,13 +50,12 @@ func (g *gate) run(ctx context.Context, b *build.Build) error {
 // waitStarted waits until n builds have entered the runner.
 func (g *gate) waitStarted(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(g.startedNames()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("builds started: %v, want %d", g.startedNames(), n)
+	poll.UntilNil(t, fmt.Sprintf("%d builds to enter the runner", n), func() error {
+		if started := g.startedNames(); len(started) < n {
+			return fmt.Errorf("builds started: %v", started)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (g *gate) startedNames() []string {
@@ -84,13 +84,12 @@ func registerIn(t *testing.T, m *build.Manager, namespace, name string) *build.B
 
 func waitStatus(t *testing.T, b *build.Build, want build.Status) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Status() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("build %s is %s, want %s", b.Name, b.Status(), want)
+	poll.UntilNil(t, fmt.Sprintf("build %s to be %s", b.Name, want), func() error {
+		if got := b.Status(); got != want {
+			return fmt.Errorf("build %s is %s", b.Name, got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // The third concurrent start answers ErrQueued, waits, and runs once a

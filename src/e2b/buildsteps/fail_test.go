@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // TestFailingStepStopsTheBuild: the second step exits 3; Run names it,
@@ -67,13 +69,12 @@ func TestCancelStopsALongRun(t *testing.T) {
 	var logs logRecorder
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, b.guest, tpl, nil, logs.log) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !logs.has("1", LevelInfo, "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never started:\n%s", logs.String())
+	poll.UntilNil(t, "the command to log that it started", func() error {
+		if logs.has("1", LevelInfo, "started") {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("the log so far:\n" + logs.String())
+	})
 	canceled := time.Now()
 	cancel()
 	var err error

@@ -20,10 +20,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // Harness is a running store fed by a fake apiserver.

@@ -64,8 +64,10 @@ type Config struct {
 	// HTTPClient carries the gossip reads; default a client with a
 	// timeout of one Interval.
 	HTTPClient *http.Client
-	Clock      clock.PassiveClock
-	Logger     *slog.Logger
+	// Clock stamps what was heard when and paces the rounds; default the
+	// real clock.
+	Clock  clock.WithTicker
+	Logger *slog.Logger
 }
 
 // Members is one process's view of the remote members of its mesh. It is
@@ -131,7 +133,7 @@ func New(cfg Config, local func() []string) (*Members, error) {
 // Run gossips every Interval until ctx ends or Close is called.
 func (m *Members) Run(ctx context.Context) {
 	defer close(m.done)
-	t := time.NewTicker(m.cfg.Interval)
+	t := m.cfg.Clock.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
 		m.round(ctx)
@@ -140,7 +142,7 @@ func (m *Members) Run(ctx context.Context) {
 			return
 		case <-m.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,17 +48,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	case "orphan":
-		// Start a grandchild that outlives this process and exits at
-		// once: it is reparented to the sandbox's PID 1, which must reap it.
+		// Start a grandchild that outlives this process and exits once
+		// it has: it is reparented to the sandbox's PID 1, which must
+		// reap it. The grandchild reads a pipe only this process writes,
+		// so its EOF is this process's exit. Prints the grandchild's pid.
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
 		cmd := exec.Command("/proc/self/exe")
 		cmd.Env = []string{helperEnv + "=exit"}
+		cmd.Stdin = r
 		if err := cmd.Start(); err != nil {
 			fmt.Println(err)
 			os.Exit(1)
 		}
+		_ = r.Close()
+		fmt.Println(cmd.Process.Pid)
+		runtime.KeepAlive(w) // open until this exit, the grandchild's EOF
 		os.Exit(0)
 	case "exit":
-		time.Sleep(50 * time.Millisecond)
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	default:
 		if fn, ok := limitHelpers[os.Getenv(helperEnv)]; ok {

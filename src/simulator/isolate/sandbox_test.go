@@ -5,6 +5,7 @@ package isolate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestAvailable(t *testing.T) {
@@ -164,15 +166,12 @@ func TestFreeze(t *testing.T) {
 		return n
 	}
 	waitAdvance := func(from int) int {
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			if n := counter(); n > from+3 {
-				return n
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("counter stuck at %d", from)
-		return 0
+		var n int
+		poll.Until(t, fmt.Sprintf("the counter to advance from %d", from), func() bool {
+			n = counter()
+			return n > from+3
+		})
+		return n
 	}
 	before := waitAdvance(counter())
 
@@ -248,19 +247,20 @@ func TestReapsOrphans(t *testing.T) {
 	requireRoot(t)
 	rt := newRuntime(t, false)
 	sb := start(t, rt, "reap", nil)
-	mustOut(t, sb, request{Op: "orphan"}) // errors if Wait lost the status
-	// The orphan lives 50ms; without a reaping PID 1 it would stay a zombie.
-	time.Sleep(200 * time.Millisecond)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		z := mustOut(t, sb, request{Op: "zombies"})
-		if z == "" {
-			break
+	orphan := mustOut(t, sb, request{Op: "orphan"}) // errors if Wait lost the status
+	if _, err := strconv.Atoi(orphan); err != nil {
+		t.Fatalf("the orphan's pid: %q", orphan)
+	}
+	// The orphan exits once its parent has; without a reaping PID 1 it
+	// would stay, a zombie, in /proc.
+	poll.UntilNil(t, "the orphan "+orphan+" to be reaped", func() error {
+		if pids := strings.Fields(mustOut(t, sb, request{Op: "pids"})); slices.Contains(pids, orphan) {
+			return fmt.Errorf("still in /proc (zombies: %q)", mustOut(t, sb, request{Op: "zombies"}))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("zombies left inside: %s", z)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if z := mustOut(t, sb, request{Op: "zombies"}); z != "" {
+		t.Fatalf("zombies left inside: %s", z)
 	}
 }
 

@@ -192,9 +192,9 @@ func (n *Node) provision(ctx context.Context, key sandbox.PoolKey, tenant string
 	}
 
 	if delay > 0 {
-		t := time.NewTimer(delay)
+		t := n.cfg.Clock.NewTimer(delay)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 		case <-n.ctx.Done():
 		}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestWarmClaimGrantsFreshSandbox(t *testing.T) {

@@ -179,11 +179,12 @@ type Config struct {
 
 	// Mesh supplies the gossip view; nil is a mesh of one.
 	Mesh Mesh
-	// Clock is the node's wall clock: lease deadlines, idle times and the
-	// stamps of checkpoints and snapshots; nil is the real clock. Tests
-	// inject one to drive TTLs. Simulated work (refill and provisioning
-	// delays, the reap period) takes real time.
-	Clock clock.PassiveClock
+	// Clock is the node's clock: lease deadlines, idle times and the
+	// stamps of checkpoints and snapshots, and the waits of simulated work
+	// (refill and provisioning delays, the reap period); nil is the real
+	// clock. Tests inject a fake one to drive TTLs and delays by stepping
+	// it. Zero delays never wait on it.
+	Clock clock.WithTicker
 	// Logger receives operational logs; default discards. Tokens are
 	// never logged.
 	Logger *slog.Logger

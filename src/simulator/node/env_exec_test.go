@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestClaimEnvVerbs(t *testing.T) {

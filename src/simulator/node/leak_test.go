@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // Close must end every goroutine the node started: server, refill, reaper,
@@ -46,12 +48,19 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("relay after close: %v", err)
 	}
 	_ = open.Close()
-	deadline := time.Now().Add(waitTimeout)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines left (baseline %d):\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+	poll.UntilNil(t, "the node's goroutines to end", func() error {
+		if left := runtime.NumGoroutine(); left > base {
+			return goroutinesLeft{left: left, base: base}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// goroutinesLeft takes the goroutines' stacks only when a failure prints
+// it, not on every poll.
+type goroutinesLeft struct{ left, base int }
+
+func (e goroutinesLeft) Error() string {
+	buf := make([]byte, 1<<20)
+	return fmt.Sprintf("%d goroutines left (baseline %d):\n%s", e.left, e.base, buf[:runtime.Stack(buf, true)])
 }

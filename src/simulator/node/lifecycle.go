@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -309,14 +311,15 @@ func (n *Node) ReapExpired() int {
 	return len(reaped)
 }
 
-func (n *Node) reapLoop() {
-	t := time.NewTicker(n.cfg.ReapInterval)
+// reapLoop reaps every tick of t, which Start makes before the loop runs
+// so that a test's first step of a fake clock already reaches it.
+func (n *Node) reapLoop(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			n.ReapExpired()
 		}
 	}

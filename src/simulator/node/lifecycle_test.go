@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestSandboxReadByIDCarriesTokenOnlyForRoot(t *testing.T) {

@@ -97,7 +97,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}()
 	go func() { defer n.wg.Done(); n.refillLoop() }()
-	go func() { defer n.wg.Done(); n.reapLoop() }()
+	reapTicker := n.cfg.Clock.NewTicker(n.cfg.ReapInterval)
+	go func() { defer n.wg.Done(); n.reapLoop(reapTicker) }()
 	if ctx != nil {
 		stop := context.AfterFunc(ctx, func() { _ = n.Close() })
 		n.wg.Add(1)

@@ -145,16 +145,20 @@ func (n *Node) fillInstantlyLocked(p *pool) {
 	}
 }
 
-// spawn runs done after delay unless the node stops first.
+// spawn runs done after delay on the node clock unless the node stops
+// first. A zero delay runs done at once: a fake clock would otherwise hold
+// it until the test steps.
 func (n *Node) spawn(delay time.Duration, done func()) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-n.ctx.Done():
-		case <-t.C:
+		if delay > 0 {
+			t := n.cfg.Clock.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-n.ctx.Done():
+			case <-t.C():
+			}
 		}
 		done()
 	}()
@@ -265,7 +269,9 @@ func (n *Node) drain(on bool) sandboxd.Info {
 }
 
 // WaitWarm blocks until the pool for key has at least want warm VMs or ctx
-// ends; tests use it instead of sleeping.
+// ends; tests use it instead of sleeping. It polls on the real clock, not
+// the node's: it watches the node's state rather than simulating work, and
+// a test that holds a fake node clock still must see a warm pool fill.
 func (n *Node) WaitWarm(ctx context.Context, key sandbox.PoolKey, want int) error {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()

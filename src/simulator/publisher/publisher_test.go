@@ -24,8 +24,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // waitTimeout bounds every wait for something the publisher does

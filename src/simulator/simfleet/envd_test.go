@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net"
@@ -18,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -30,6 +30,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/envd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 var envdSecret = []byte("fleet-envd-secret")
@@ -252,13 +253,7 @@ func TestEnvdForkGetsItsOwnGuestAndReleaseKillsProcesses(t *testing.T) {
 	if err := root.Release(ctx, child.ID); err != nil {
 		t.Fatalf("release child: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !gone(sleeper) {
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep %d survived the release of its sandbox", sleeper)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, fmt.Sprintf("sleep %d to end with the release of its sandbox", sleeper), func() bool { return gone(sleeper) })
 	// The parent's guest is untouched.
 	if out, _, _, err := runCommand(t, pe.process(), "echo still here"); err != nil || out != "still here\n" {
 		t.Fatalf("parent after the child's release: %q %v", out, err)

@@ -82,8 +82,9 @@ type Config struct {
 	// ScratchRoot holds the nodes' scratch directories; default a temp
 	// directory removed by Close.
 	ScratchRoot string
-	// Clock is every node's wall clock (see node.Config.Clock).
-	Clock  clock.PassiveClock
+	// Clock is every node's clock and paces the gossip (see
+	// node.Config.Clock); nil is the real clock.
+	Clock  clock.WithTicker
 	Logger *slog.Logger
 
 	// Isolation, when set, runs every sandbox as an isolated machine

@@ -12,6 +12,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 const (
@@ -275,12 +276,8 @@ func TestFleetStopsWithContext(t *testing.T) {
 	addr := f.Node(0).Addr()
 	cancel()
 	c, _ := sandboxd.New(addr)
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Healthz(context.Background()) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("fleet still serving after its context ended")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, "the fleet to stop serving after its context ended", func() bool {
+		return c.Healthz(context.Background()) != nil
+	})
 	_ = f.Close()
 }

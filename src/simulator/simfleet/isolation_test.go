@@ -12,12 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/rootfs"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // TestMain lets the test binary be every isolated sandbox's init.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 const inventoryPath = "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/"

@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -13,13 +14,13 @@ import (
 // createUntilOn creates sandboxes until n of them are on the node at
 // direct (placement is random: the power of two choices) and returns all
 // it created and those on that node. It fails the test when that takes
-// more than 15 s, so it also shows the front places on that node.
+// more than poll.Timeout, so it also shows the front places on that node.
+// Each poll creates one.
 func (s *stack) createUntilOn(t *testing.T, direct string, n int) (all, on []created) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(on) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d creates placed %d sandboxes on %s, want %d", len(all), len(on), direct, n)
+	poll.UntilNil(t, fmt.Sprintf("creates to place %d sandboxes on %s", n, direct), func() error {
+		if len(on) >= n {
+			return nil
 		}
 		o := s.create(context.Background())
 		if o.err != nil {
@@ -29,7 +30,11 @@ func (s *stack) createUntilOn(t *testing.T, direct string, n int) (all, on []cre
 		if a, _ := ownerOf(s.owners(t, s.direct), o.sb.ID); a == direct {
 			on = append(on, o.sb)
 		}
-	}
+		if len(on) < n {
+			return fmt.Errorf("%d creates placed %d there", len(all), len(on))
+		}
+		return nil
+	})
 	return all, on
 }
 

@@ -26,8 +26,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/faultlink"
@@ -172,17 +170,18 @@ func (s *stack) waitPeers(t *testing.T, addr string, want int) time.Duration {
 	t.Helper()
 	start := time.Now()
 	c := s.node(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	defer cancel()
-	var got []string
-	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = c.Peers(ctx)
-		return err == nil && len(got) == want, nil
+	poll.UntilNil(t, fmt.Sprintf("node %s to list %d peers", addr, want), func() error {
+		got, err := c.Peers(ctx)
+		if err != nil {
+			return err
+		}
+		if len(got) != want {
+			return fmt.Errorf("it lists peers %v", got)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("node %s lists peers %v, want %d", addr, got, want)
-	}
 	return time.Since(start)
 }
 

@@ -20,12 +20,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
 	"github.com/cocoonstack/sandbox-operator/tests/nodejs"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
@@ -51,7 +51,6 @@ const (
 
 	setupTimeout = 4 * time.Minute
 	suiteTimeout = 8 * time.Minute
-	pollEvery    = 100 * time.Millisecond
 )
 
 var sandboxGVR = schema.GroupVersionResource{Group: harness.KubeAPIGroup, Version: harness.KubeAPIVersion, Resource: "sandboxes"}
@@ -184,17 +183,19 @@ func TestE2BSDKAgainstKubernetes(t *testing.T) {
 	if err := sandboxes.Namespace(teamA).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, pollEvery, time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e2bAddr+"/sandboxes/"+facts.KeptID, nil)
+	getCtx, cancel := context.WithTimeout(ctx, poll.Timeout)
+	defer cancel()
+	poll.UntilNil(t, "the e2b surface to stop serving sandbox "+facts.KeptID+", deleted through Kubernetes", func() error {
+		req, _ := http.NewRequestWithContext(getCtx, http.MethodGet, "http://"+e2bAddr+"/sandboxes/"+facts.KeptID, nil)
 		req.Header.Set("X-API-KEY", keyA)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return false, nil
+			return err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusNotFound, nil
+		if resp.StatusCode != http.StatusNotFound {
+			return fmt.Errorf("GET answered %s", resp.Status)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("sandbox %s deleted through Kubernetes is still served by the e2b surface: %v", facts.KeptID, err)
-	}
 }

@@ -33,7 +33,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
@@ -60,8 +59,6 @@ const (
 	callTimeout = 15 * time.Second
 	// publishEvery keeps a new claim's way into NodeInventory short.
 	publishEvery = 500 * time.Millisecond
-	// pollEvery is how often the setup waits ask.
-	pollEvery = 100 * time.Millisecond
 	// copyBuffer is the size of the client's reads and writes; the proxy
 	// copies in 256 KiB as well.
 	copyBuffer = 256 << 10
@@ -204,13 +201,12 @@ func (s *stack) releaseAll(t *testing.T) {
 func (s *stack) waitListed(t *testing.T, ctx context.Context, c *cluster.Cluster) {
 	t.Helper()
 	api := c.Dynamic().Resource(v1beta1.NodeInventoryGVR)
-	var listed []string
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		listed = nil
+	poll.UntilNil(t, "the claimed sandboxes to appear in NodeInventory", func() error {
+		var listed []string
 		for _, name := range s.sim.Names() {
 			u, err := api.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return false, nil
+				return fmt.Errorf("get %s's NodeInventory: %w", name, err)
 			}
 			entries, _ := u.Object["entries"].([]any)
 			for _, e := range entries {
@@ -222,28 +218,18 @@ func (s *stack) waitListed(t *testing.T, ctx context.Context, c *cluster.Cluster
 		}
 		for _, sb := range s.sandboxes {
 			if !slices.ContainsFunc(listed, func(id string) bool { return sandbox.SameID(id, sb.ID) }) {
-				return false, nil
+				return fmt.Errorf("%s not listed (listed %v)", sb.ID, listed)
 			}
 		}
-		return true, nil
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("the claimed sandboxes never appeared in NodeInventory (listed %v): %v", listed, err)
-	}
 }
 
 // waitAnswers waits until replica p relays an authorized envd request to
 // sb: GET /health answers 204 from the guest.
 func (s *stack) waitAnswers(t *testing.T, ctx context.Context, p int, sb claimed) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		last = s.health(ctx, p, sb)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("replica %d never relayed to %s: %v (last: %v)", p, sb.ID, err, last)
-	}
+	poll.UntilNil(t, fmt.Sprintf("replica %d to relay to %s", p, sb.ID), func() error { return s.health(ctx, p, sb) })
 }
 
 // health asks sb's envd for GET /health through replica p.

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -9,8 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -74,17 +73,17 @@ func TestAuthorization(t *testing.T) {
 
 	// RBAC reads bindings from an informer: the grant lands shortly.
 	var listed []string
-	err = wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
+	poll.UntilNil(t, "alice's list of "+granted+" to be allowed after the grant", func() error {
 		var err error
 		listed, err = listNames(ctx, alice, granted, metav1.ListOptions{})
 		if apierrors.IsForbidden(err) {
-			return false, nil
+			return err
 		}
-		return err == nil, err
+		if err != nil {
+			t.Fatalf("alice lists %s after the grant: %v", granted, err)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("alice lists %s after the grant: %v", granted, err)
-	}
 	if !slices.Contains(listed, granted+"/shared") {
 		t.Errorf("alice's list of %s: %v, want shared in it", granted, listed)
 	}

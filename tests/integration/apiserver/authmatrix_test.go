@@ -23,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/node"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 )
 
@@ -667,17 +667,17 @@ func namespaceBToken(ctx context.Context, tb testing.TB, e *testEnv, rows []matr
 		probes = append(probes, probe{req, want})
 	}
 	for _, p := range probes {
-		var code int
-		var raw []byte
-		err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
-			var err error
-			code, raw, err = sendMatrixRequest(ctx, client, cfg.Host, p.req)
-			return err == nil && code == p.want, nil
+		poll.UntilNil(tb, fmt.Sprintf("%s/%s in its own namespace: %s %s to answer %d",
+			matrixNamespaceB, matrixSA, p.req.method, p.req.path, p.want), func() error {
+			code, raw, err := sendMatrixRequest(ctx, client, cfg.Host, p.req)
+			if err != nil {
+				return err
+			}
+			if code != p.want {
+				return fmt.Errorf("last answer %d %s", code, truncate(raw, 300))
+			}
+			return nil
 		})
-		if err != nil {
-			tb.Fatalf("%s/%s in its own namespace: %s %s: last answer %d %s, want %d: %v",
-				matrixNamespaceB, matrixSA, p.req.method, p.req.path, code, truncate(raw, 300), p.want, err)
-		}
 	}
 	tb.Logf("%s/%s is granted %v on %v in %s: %d positive probes there passed", matrixNamespaceB, matrixSA, rule.Verbs, rule.Resources, matrixNamespaceB, len(probes))
 	return tr.Status.Token

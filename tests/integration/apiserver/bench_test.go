@@ -10,11 +10,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // Synthetic inventory for the benchmarks: sandboxes that nodes report but
@@ -100,18 +100,16 @@ func (s *syntheticInventory) remove(ctx context.Context, b testing.TB, e *testEn
 // syntheticNamespace.
 func waitListed(ctx context.Context, b testing.TB, e *testEnv, n int) {
 	b.Helper()
-	got := -1
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	poll.UntilNil(b, fmt.Sprintf("the server to list %d synthetic sandboxes", n), func() error {
 		list, err := e.sandboxes.Namespace(syntheticNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			b.Fatalf("list the synthetic sandboxes: %v", err)
 		}
-		got = len(list.Items)
-		return got == n, nil
+		if got := len(list.Items); got != n {
+			return fmt.Errorf("%d listed", got)
+		}
+		return nil
 	})
-	if err != nil {
-		b.Fatalf("the server lists %d synthetic sandboxes, want %d: %v", got, n, err)
-	}
 }
 
 // benchContext bounds a benchmark's setup and run; a 10 000-entry list

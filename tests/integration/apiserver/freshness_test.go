@@ -2,17 +2,18 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // evictionWithin bounds how long a dead node's sandboxes stay listed: the
@@ -57,23 +58,24 @@ func TestFreshnessEviction(t *testing.T) {
 		t.Fatalf("kill %s: %v", victim, err)
 	}
 	killed := time.Now()
-	pollCtx, cancel := context.WithTimeout(ctx, evictionWithin)
-	defer cancel()
-	var listed []string
-	err = wait.PollUntilContextCancel(pollCtx, pollEvery, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if listed, err = listNames(ctx, e.sandboxes, ns, metav1.ListOptions{}); err != nil {
-			return false, err
+	poll.UntilNil(t, "doomed to leave the list after its node died", func() error {
+		listed, err := listNames(ctx, e.sandboxes, ns, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list %s %v after the kill: %v", ns, time.Since(killed).Round(time.Millisecond), err)
 		}
 		if !slices.Contains(listed, ns+"/survivor") {
 			t.Errorf("%v after the kill: survivor, on a live node, left the list: %v", time.Since(killed).Round(time.Millisecond), listed)
 		}
-		return !slices.Contains(listed, ns+"/doomed"), nil
+		if slices.Contains(listed, ns+"/doomed") {
+			return fmt.Errorf("still listed %v after the kill (list %v)", time.Since(killed).Round(time.Millisecond), listed)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("doomed still listed %v after its node died (list %v): %v", time.Since(killed).Round(time.Millisecond), listed, err)
+	if took := time.Since(killed); took > evictionWithin {
+		t.Errorf("doomed left the list %v after its node died, want within %v", took.Round(time.Millisecond), evictionWithin)
+	} else {
+		t.Logf("doomed left the list %v after its node died (stale after %v)", took.Round(time.Millisecond), staleAfter)
 	}
-	t.Logf("doomed left the list %v after its node died (stale after %v)", time.Since(killed).Round(time.Millisecond), staleAfter)
 
 	for {
 		ev := nextEvent(t, w, "doomed")
@@ -104,23 +106,20 @@ func TestFreshnessEviction(t *testing.T) {
 func waitPublished(ctx context.Context, t *testing.T, e *testEnv, node, id string) {
 	t.Helper()
 	api := e.cluster.Dynamic().Resource(v1beta1.NodeInventoryGVR)
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
+	poll.UntilNil(t, fmt.Sprintf("node %s to publish claim %s", node, id), func() error {
 		u, err := api.Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			t.Fatalf("get node %s's NodeInventory: %v", node, err)
 		}
 		entries, _, err := unstructuredSlice(u.Object, "entries")
 		if err != nil {
-			return false, err
+			t.Fatalf("node %s's NodeInventory entries: %v", node, err)
 		}
 		for _, en := range entries {
 			if m, ok := en.(map[string]any); ok && m["id"] == id {
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
+		return fmt.Errorf("%d entries published, not it", len(entries))
 	})
-	if err != nil {
-		t.Fatalf("node %s never published claim %s: %v", node, id, err)
-	}
 }

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kversion "k8s.io/apimachinery/pkg/version"
 
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/api/subresources"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -130,18 +130,20 @@ func TestKubectl(t *testing.T) {
 // later, well after the APIService reports Available.
 func waitOpenAPIV3(ctx context.Context, t *testing.T, e *testEnv, path string) {
 	t.Helper()
-	last := "no answer yet"
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(context.Context) (bool, error) {
+	last, held := "no answer yet", false
+	defer func() {
+		if !held {
+			t.Logf("the OpenAPI v3 index at the end of the wait: %s", last)
+		}
+	}()
+	poll.UntilWithin(t, waitTimeout, "OpenAPI v3 of the kube-apiserver to list "+path, func() bool {
 		paths, err := e.cluster.Clientset().Discovery().OpenAPIV3().Paths()
 		if err != nil {
 			last = err.Error()
-			return false, nil
+			return false
 		}
-		_, ok := paths[path]
+		_, held = paths[path]
 		last = fmt.Sprintf("%d paths, %s not among them", len(paths), path)
-		return ok, nil
+		return held
 	})
-	if err != nil {
-		t.Fatalf("OpenAPI v3 of the kube-apiserver never listed %s (%s): %v", path, last, err)
-	}
 }

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -224,21 +224,21 @@ func (fl *changingFleet) publish(ctx context.Context, t *testing.T) {
 		}
 	}
 	want := fl.names()
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
+	poll.UntilNil(t, "the server to list the published fleet", func() error {
 		list, err := fl.e.sandboxes.Namespace(pagingNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) != len(want) {
-			return false, err
+		if err != nil {
+			t.Fatalf("list the published fleet: %v", err)
+		}
+		if len(list.Items) != len(want) {
+			return fmt.Errorf("%d listed, %d published", len(list.Items), len(want))
 		}
 		for _, item := range list.Items {
 			if !want[item.GetName()] {
-				return false, nil
+				return fmt.Errorf("%s listed, not published", item.GetName())
 			}
 		}
-		return true, nil
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("the server never listed the published fleet: %v", err)
-	}
 }
 
 // clear deletes the nodes' inventories.

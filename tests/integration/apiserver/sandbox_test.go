@@ -2,14 +2,15 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 )
@@ -186,18 +187,17 @@ func checkServed(t *testing.T, e *testEnv, sb *agentsv1beta1.Sandbox) {
 func checkReadBack(ctx context.Context, t *testing.T, e *testEnv, created *agentsv1beta1.Sandbox) {
 	t.Helper()
 	var got *agentsv1beta1.Sandbox
-	err := wait.PollUntilContextCancel(ctx, pollEvery, true, func(ctx context.Context) (bool, error) {
+	poll.UntilNil(t, created.Name+" to be served from inventory, not from the create's memory", func() error {
 		var err error
 		got, err = e.getSandbox(ctx, t, created.Namespace, created.Name)
 		if err != nil {
-			return false, err
+			t.Fatalf("get %s: %v", created.Name, err)
 		}
-		_, echoed := got.Labels["app"]
-		return !echoed, nil
+		if app, echoed := got.Labels["app"]; echoed {
+			return fmt.Errorf("still served with the create's label app=%q", app)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("%s is still served from the create's memory, not from inventory: %v", created.Name, err)
-	}
 	for _, k := range []string{sandbox.AnnotationID, sandbox.AnnotationNode, sandbox.AnnotationTemplate, sandbox.AnnotationDeadline} {
 		if got.Annotations[k] != created.Annotations[k] {
 			t.Errorf("%s read back from inventory: %s = %q, the create answered %q", created.Name, k, got.Annotations[k], created.Annotations[k])

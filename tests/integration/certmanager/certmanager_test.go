@@ -29,13 +29,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	certmanagercrds "github.com/cocoonstack/sandbox-operator/tests/testdata/cert-manager-crds"
 )
@@ -94,7 +94,7 @@ func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
 
 	for _, o := range objs {
 		t.Run("Accepts/"+o.GetKind()+"/"+o.GetName(), func(t *testing.T) {
-			res := api.resource(ctx, t, o)
+			res := api.resource(t, o)
 			got, err := dryRunCreate(ctx, res, o)
 			if err != nil {
 				t.Fatalf("server-side dry run of %s %s/%s refused:\n%v\n%s", o.GetKind(), o.GetNamespace(), o.GetName(), err, toYAML(o))
@@ -162,7 +162,7 @@ func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
 			if err := tc.breaks(o); err != nil {
 				t.Fatalf("breaking %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
-			_, err := dryRunCreate(ctx, api.resource(ctx, t, o), o)
+			_, err := dryRunCreate(ctx, api.resource(t, o), o)
 			if err == nil {
 				t.Fatalf("server accepted the broken %s %s:\n%s", o.GetKind(), o.GetName(), toYAML(o))
 			}
@@ -250,24 +250,24 @@ type server struct {
 
 // resource returns the client for o's resource in o's namespace. It fails
 // the test when the server does not serve o's kind (no CRD installed for
-// it, or a version the CRD lacks), retrying briefly in case discovery
-// lags behind a CRD that was just established.
-func (s *server) resource(ctx context.Context, t *testing.T, o *unstructured.Unstructured) dynamic.ResourceInterface {
+// it, or a version the CRD lacks), retrying until poll.Timeout in case
+// discovery lags behind a CRD that was just established.
+func (s *server) resource(t *testing.T, o *unstructured.Unstructured) dynamic.ResourceInterface {
 	t.Helper()
 	gvk := o.GroupVersionKind()
 	var mapping *meta.RESTMapping
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+	poll.UntilNil(t, fmt.Sprintf("the API server to serve %s (is its CRD in tests/testdata/cert-manager-crds?)", gvk), func() error {
 		var err error
 		mapping, err = s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
 			s.mapper.Reset()
-			return false, nil
+			return err
 		}
-		return err == nil, err
+		if err != nil {
+			t.Fatalf("the API server serves no %s: %v", gvk, err)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("the API server serves no %s (is its CRD in tests/testdata/cert-manager-crds?): %v", gvk, err)
-	}
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		t.Fatalf("%s is not namespaced on the server", gvk)
 	}

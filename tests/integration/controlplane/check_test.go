@@ -21,6 +21,7 @@ import (
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
@@ -318,13 +319,19 @@ func (e *testEnv) checkInformerResumed(ctx context.Context, t *testing.T, api sa
 	if err != nil {
 		t.Fatalf("claim %s on %s directly: %v", name, n.Name(), err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, pollEvery, waitTimeout, true, func(context.Context) (bool, error) {
+	poll.UntilNil(t, fmt.Sprintf("a claim made on %s after recovery to appear in the server's list (else its NodeInventory informer did not resume)", n.Name()), func() error {
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
 		names, o := api.list()
-		return o.ok() && slices.Contains(names, name), nil
+		if !o.ok() {
+			return errors.New("list: " + o.err)
+		}
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("listed %v", names)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("a claim made on %s after recovery never appeared in the server's list: its NodeInventory informer did not resume: %v", n.Name(), err)
-	}
 	t.Logf("a NodeInventory change after recovery (a claim on %s behind the server) was listed %v after the claim", n.Name(), time.Since(claimed).Round(time.Millisecond))
 	if o := api.delete(name); !o.ok() {
 		t.Fatalf("delete %s, known to the server only from inventory: %s", name, o.err)
@@ -428,26 +435,22 @@ func (e *testEnv) api(ctx context.Context, t *testing.T, namespace string) sandb
 // before any figure is taken.
 func (e *testEnv) waitAnswering(ctx context.Context, t *testing.T, api sandboxAPI, name string) {
 	t.Helper()
-	last := "not tried"
-	err := wait.PollUntilContextTimeout(ctx, pollEvery, waitTimeout, true, func(context.Context) (bool, error) {
+	poll.UntilNil(t, "the environment to answer a create, a list and a delete", func() error {
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
 		if o := api.create(name); !o.ok() && o.code != http.StatusConflict {
-			last = "create: " + o.err
-			return false, nil
+			return errors.New("create: " + o.err)
 		}
 		names, o := api.list()
 		if !o.ok() || !slices.Contains(names, name) {
-			last = fmt.Sprintf("list: %s %v", o.err, names)
-			return false, nil
+			return fmt.Errorf("list: %s %v", o.err, names)
 		}
 		if o := api.delete(name); !o.ok() {
-			last = "delete: " + o.err
-			return false, nil
+			return errors.New("delete: " + o.err)
 		}
-		return true, nil
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("the environment does not answer (%s): %v", last, err)
-	}
 }
 
 // serverGoroutines reads go_goroutines from sandbox-apiserver's /metrics.

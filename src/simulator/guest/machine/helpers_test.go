@@ -23,6 +23,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/envd/processpb/processpbconnect"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/guest/machine"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 var seq atomic.Int64
@@ -155,26 +156,25 @@ func mustRun(t *testing.T, c processpbconnect.ProcessClient, cmd string) string 
 func get(t *testing.T, sb *isolate.Sandbox, port int, path string) (int, string) {
 	t.Helper()
 	c := client(t, sb, port, "")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var code int
+	var body []byte
+	poll.UntilNil(t, fmt.Sprintf("GET %s on port %d", path, port), func() error {
 		req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, "http://guest"+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp, err := c.Do(req)
-		if err == nil {
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp.StatusCode, string(body)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s on port %d: %v", path, port, err)
+		defer resp.Body.Close()
+		if body, err = io.ReadAll(resp.Body); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		code = resp.StatusCode
+		return nil
+	})
+	return code, string(body)
 }
 
 // sandboxProcesses lists the host pids of every process in sb's PID
