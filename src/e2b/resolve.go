@@ -9,6 +9,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/records"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -114,7 +115,7 @@ func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src sour
 		})
 	case src.Promoted != nil:
 		cl, err := s.fleet.Claim(ctx, fleet.ClaimRequest{
-			Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, Promoted: true, At: src.Promoted.Holders,
+			Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, Promoted: true, At: src.Promoted.Holders, Front: metrics.FrontE2B,
 			OnExpire: terms.onExpire, NoEgress: terms.noEgress, Volumes: terms.volumes,
 		})
 		if errors.Is(err, fleet.ErrNoTemplate) {
@@ -125,6 +126,7 @@ func (s *Server) claimSource(ctx context.Context, ref sandbox.ClaimRef, src sour
 	default:
 		return s.fleet.Claim(ctx, fleet.ClaimRequest{
 			Ref: ref, Key: key, TTLSeconds: ttl, Metadata: labels, OnExpire: terms.onExpire, NoEgress: terms.noEgress, Volumes: terms.volumes,
+			Front: metrics.FrontE2B,
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
@@ -363,15 +364,15 @@ func TestTemplateLaneAndTimeoutResolution(t *testing.T) {
 	// it named and the internet choice when the create made one; no
 	// internet is sandboxd's "egress": false as well as the lane.
 	want := []fleet.ClaimRequest{
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Front: metrics.FrontE2B, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
 			Metadata: map[string]string{"e2b.alias": "base", "e2b.internet": "false"}, NoEgress: true},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42,
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Front: metrics.FrontE2B, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "medium"}, TTLSeconds: 42,
 			Metadata: map[string]string{"e2b.alias": "big", "e2b.internet": "false"}, NoEgress: true},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Front: metrics.FrontE2B, Key: sandbox.PoolKey{Template: image, Net: "none", Size: "small"}, TTLSeconds: 300,
 			Metadata: map[string]string{"e2b.internet": "false"}, NoEgress: true},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Front: metrics.FrontE2B, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
 			Metadata: map[string]string{"e2b.alias": "base"}},
-		{Ref: sandbox.ClaimRef{Namespace: "default"}, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
+		{Ref: sandbox.ClaimRef{Namespace: "default"}, Front: metrics.FrontE2B, Key: sandbox.PoolKey{Template: image, Net: "egress", Size: "small"}, TTLSeconds: 300,
 			Metadata: map[string]string{"e2b.alias": "base", "e2b.internet": "true"}},
 	}
 	rec.mu.Lock()

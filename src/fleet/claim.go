@@ -29,6 +29,17 @@ const maxRedirectEntries = 3
 // for the key is an error wrapping sandboxd.ErrCapacity; one whose
 // candidate nodes could not be reached wraps sandboxd.ErrUnavailable.
 func (f *Fleet) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
+	if f.cfg.ClaimObserver == nil {
+		return f.claim(ctx, req)
+	}
+	start := f.cfg.Clock.Now()
+	c, err := f.claim(ctx, req)
+	f.cfg.ClaimObserver.ObserveClaim(req.Front, req.Key.WithDefaults(), f.cfg.Clock.Since(start), err)
+	return c, err
+}
+
+// claim is Claim without the observer.
+func (f *Fleet) claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	if _, err := sandbox.NewClaimRef(req.Ref.Namespace, req.Ref.Name); err != nil {
 		return Claimed{}, fmt.Errorf("fleet: claim: %w: %w", ErrInvalid, err)
 	}

@@ -95,3 +95,28 @@ func Reason(err error) string {
 	}
 	return ""
 }
+
+// kindNames are the Kinds as metric label values and log words: a fixed
+// set, so a label built from a Kind stays bounded.
+var kindNames = [...]string{
+	KindInternal:     "internal",
+	KindInvalid:      "invalid",
+	KindNotFound:     "not_found",
+	KindNoTemplate:   "no_template",
+	KindConflict:     "conflict",
+	KindPrecondition: "precondition",
+	KindCapacity:     "capacity",
+	KindUnsupported:  "unsupported",
+	KindRefused:      "refused",
+	KindUnavailable:  "unavailable",
+	KindTimeout:      "timeout",
+	KindCanceled:     "canceled",
+}
+
+// String is the kind's name: "capacity", "not_found", ….
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return kindNames[KindInternal]
+	}
+	return kindNames[k]
+}

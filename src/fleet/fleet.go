@@ -47,6 +47,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Rand drives the node-choice policy; default a randomly seeded one.
 	Rand *rand.Rand
+	// ClaimObserver, when set, is told how every Claim ended.
+	ClaimObserver ClaimObserver
 }
 
 // Fleet is the fleet core. It is safe for concurrent use.

@@ -55,6 +55,9 @@ type Claimed struct {
 type ClaimRequest struct {
 	Ref sandbox.ClaimRef
 	Key sandbox.PoolKey
+	// Front names the API the claim came through ("kubernetes", "e2b"):
+	// one core may serve both, and only the ClaimObserver reads it.
+	Front string
 	// TTLSeconds is the lease asked for; 0 takes the node's default.
 	TTLSeconds int
 	// Metadata are the claim's labels, kept by the node with the claim

@@ -8,10 +8,15 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 func TestMetricsListenerCountsGoroutines(t *testing.T) {
-	srv, err := ListenMetrics("127.0.0.1:0", nil)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	srv, err := ListenMetrics("127.0.0.1:0", reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

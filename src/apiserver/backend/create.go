@@ -10,6 +10,7 @@ import (
 	agentsv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/namehold"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
@@ -59,7 +60,7 @@ func (s *Service) Create(ctx context.Context, in *agentsv1beta1.Sandbox) (*agent
 	if err := s.holdName(ctx, ref.String(), sb.Name); err != nil {
 		return nil, err
 	}
-	claimed, err := s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl})
+	claimed, err := s.fleet.Claim(ctx, fleet.ClaimRequest{Ref: ref, Key: key, TTLSeconds: ttl, Front: metrics.FrontKubernetes})
 	if err != nil {
 		if s.cfg.Names != nil {
 			s.cfg.Names.Release(ref.String())

@@ -51,6 +51,9 @@ type Inventory interface {
 type Config struct {
 	// Inventory is the fleet view. Required.
 	Inventory Inventory
+	// ClaimObserver, when set, is told how every claim of the fleet core
+	// ended, this front's and the e2b surface's that shares the core.
+	ClaimObserver fleet.ClaimObserver
 	// Token is the fleet sandboxd token (see TokenOptions); empty sends
 	// node-local calls without one.
 	Token string
@@ -188,6 +191,7 @@ func New(cfg Config) (*Service, error) {
 	f, err := fleet.New(fleet.Config{
 		View: fleetView{s}, Token: cfg.Token, HTTPClient: cfg.HTTPClient,
 		NodeTimeout: cfg.NodeTimeout, Clock: cfg.Clock, Logger: cfg.Logger, Rand: cfg.Rand,
+		ClaimObserver: cfg.ClaimObserver,
 	})
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/backend"
@@ -35,6 +36,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/internal/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/namehold"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
@@ -317,6 +319,9 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 	}
 	svcConfig := backend.Config{
 		Inventory: store, Token: token, Names: names, NodeTimeout: o.nodeTimeout, Logger: logger,
+		// The generic apiserver serves its registry at /metrics (behind
+		// its authentication and authorization): the claims join it.
+		ClaimObserver: metrics.NewClaims(legacyregistry.Registerer()),
 	}
 	if peers != nil {
 		svcConfig.Peers = peers.sharer

@@ -65,7 +65,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.GuestHTTP2, "guest-http2", o.GuestHTTP2,
 		"Forward data-plane requests to the guest over cleartext HTTP/2. Off by default: envd 0.8.0 serves HTTP/1.1 only. Clients still reach the data plane over HTTP/2.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
-		"Address of a separate listener serving the process's Go and process metrics (go_goroutines, process_open_fds) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
+		"Address of a separate listener serving the process's metrics (Go runtime, process, and the sandbox_operator_ claim metrics) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
 }
 
 // config validates the options and reads the files they name. Each error

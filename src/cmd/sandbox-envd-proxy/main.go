@@ -24,6 +24,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/internal/kubeclient"
 	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
@@ -245,15 +246,15 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 	if err != nil {
 		return nil, fmt.Errorf("--bind-address: %w", err)
 	}
-	var metrics *serve.Server
+	var metricsSrv *serve.Server
 	if o.metricsAddr != "" {
-		if metrics, err = serve.ListenMetrics(o.metricsAddr, logger); err != nil {
+		if metricsSrv, err = serve.ListenMetrics(o.metricsAddr, metrics.NewRegistry(), logger); err != nil {
 			_ = srv.Close()
 			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
 		}
 	}
 	logger.Info("routing", "domain", o.domain, "namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
-	return &proxyServer{factory: factory, store: store, srv: srv, metrics: metrics, certs: creds.certs}, nil
+	return &proxyServer{factory: factory, store: store, srv: srv, metrics: metricsSrv, certs: creds.certs}, nil
 }
 
 // run serves until ctx ends, then drains in-flight requests.

@@ -12,10 +12,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
 	"github.com/cocoonstack/sandbox-operator/src/mesh"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
@@ -62,6 +65,7 @@ type Process struct {
 	dataPlane *serve.Server    // nil without a data plane
 	certs     *serve.CertFiles // nil without TLS on the data plane
 	metrics   *serve.Server    // nil without a metrics address
+	registry  *prometheus.Registry
 	logger    *slog.Logger
 }
 
@@ -83,9 +87,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Process, erro
 	if err != nil {
 		return nil, err
 	}
+	// One registry for the process: what the metrics listener serves.
+	registry := metrics.NewRegistry()
+	claims := metrics.NewClaims(registry)
 	core, err := fleet.New(fleet.Config{
 		View: m, Token: cfg.Token, NodeTimeout: cfg.NodeTimeout, FollowRedirects: true,
-		Logger: logger.With("component", "fleet"),
+		Logger: logger.With("component", "fleet"), ClaimObserver: claims,
 	})
 	if err != nil {
 		return nil, err
@@ -98,7 +105,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Process, erro
 	if err != nil {
 		return nil, fmt.Errorf("e2b surface: %w", err)
 	}
-	p := &Process{mesh: m, core: core, surface: surface, logger: logger}
+	p := &Process{mesh: m, core: core, surface: surface, registry: registry, logger: logger}
 	if err := p.listen(cfg, m); err != nil {
 		surface.Close()
 		core.Close()
@@ -160,7 +167,7 @@ func (p *Process) listen(cfg Config, m *mesh.Mesh) error {
 		}
 	}
 	if cfg.MetricsAddress != "" {
-		if p.metrics, err = serve.ListenMetrics(cfg.MetricsAddress, p.logger); err != nil {
+		if p.metrics, err = serve.ListenMetrics(cfg.MetricsAddress, p.registry, p.logger); err != nil {
 			_ = api.Close()
 			if p.dataPlane != nil {
 				_ = p.dataPlane.Close()
