@@ -55,6 +55,15 @@ type ServerConfig struct {
 	// hold open at once; a connection past it is closed unread. Zero takes
 	// DefaultMaxConnsPerClient, negative turns the bound off.
 	MaxConnsPerClient int
+	// Draining, when set and true, makes every response close its
+	// connection (Connection: close). Set it to a Drain's Draining on a
+	// plain request-response API behind a Service: a client then leaves
+	// the replica's connections while the replica still serves, instead
+	// of sending its next request on a kept-alive connection at the moment
+	// the shutdown closes it, which resets a request (a POST) no client
+	// retries. Not for listeners that upgrade connections: an upgrade's
+	// answer must not say close.
+	Draining func() bool
 }
 
 // Server is a bound listener, served by Serve.
@@ -90,7 +99,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		name: cfg.Name,
 		ln:   ln,
 		srv: &http.Server{
-			Handler:           BoundBodies(cfg.Handler, BodyLimits{Idle: cfg.BodyIdleTimeout, Total: cfg.BodyTimeout}),
+			Handler:           BoundBodies(closeWhileDraining(cfg.Handler, cfg.Draining), BodyLimits{Idle: cfg.BodyIdleTimeout, Total: cfg.BodyTimeout}),
 			TLSConfig:         cfg.TLS,
 			Protocols:         cfg.Protocols,
 			ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
@@ -149,3 +158,17 @@ var closeUnclaimedOnce sync.Once
 
 // Close releases the listener of a Server that will not be served.
 func (s *Server) Close() error { return s.ln.Close() }
+
+// closeWhileDraining asks the client to close each connection once its
+// response is written, while draining says so (see ServerConfig.Draining).
+func closeWhileDraining(h http.Handler, draining func() bool) http.Handler {
+	if draining == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+}

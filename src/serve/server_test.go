@@ -1,12 +1,14 @@
 package serve_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,5 +119,55 @@ func TestServeErrorIsReturned(t *testing.T) {
 	err = s.Serve(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "api: serving on") || errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("Serve on a closed listener = %v", err)
+	}
+}
+
+// TestDrainingResponsesCloseTheirConnection: while Draining says so, a
+// response asks the client to close its connection, and the server closes
+// it; before that the connection is kept alive for the next request.
+func TestDrainingResponsesCloseTheirConnection(t *testing.T) {
+	var draining atomic.Bool
+	srv, err := serve.Listen(serve.ServerConfig{Name: "api", Addr: "127.0.0.1:0", Draining: draining.Load,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	conn, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	ask := func() *http.Response {
+		t.Helper()
+		if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := ask(); resp.Close {
+		t.Fatal("a response asked to close the connection before the drain")
+	}
+	draining.Store(true)
+	if resp := ask(); !resp.Close {
+		t.Fatal("a response while draining kept the connection alive")
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the server kept the connection open after a draining response: %v", err)
 	}
 }

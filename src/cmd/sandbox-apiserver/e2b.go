@@ -14,7 +14,7 @@ import (
 // inventory the aggregated API serves from, and binds that listener so a
 // taken port fails startup. It answers nil when the surface is disabled,
 // else what serves it until ctx ends.
-func listenE2B(logger *slog.Logger, o *options, f *fleet, token string) (func(ctx context.Context) error, error) {
+func listenE2B(logger *slog.Logger, o *options, f *fleet, token string, drain *serve.Drain) (func(ctx context.Context) error, error) {
 	if !o.enableE2B {
 		return nil, nil
 	}
@@ -27,7 +27,8 @@ func listenE2B(logger *slog.Logger, o *options, f *fleet, token string) (func(ct
 	if o.e2bConfig.AllowAnonymous {
 		logger.Warn("the e2b surface serves anonymous callers (--e2b-allow-anonymous): anyone who reaches the port can claim sandboxes")
 	}
-	srv, err := serve.Listen(serve.ServerConfig{Name: "e2b surface", Addr: o.e2b.BindAddress, Handler: surface, Logger: logger})
+	srv, err := serve.Listen(serve.ServerConfig{Name: "e2b surface", Addr: o.e2b.BindAddress, Handler: surface, Logger: logger,
+		Draining: drain.Draining})
 	if err != nil {
 		surface.Close()
 		return nil, fmt.Errorf("--e2b-bind-address: %w", err)

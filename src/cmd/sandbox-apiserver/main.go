@@ -240,7 +240,7 @@ func runServer(drain *serve.Drain, logger *slog.Logger, o *options) error {
 	if err != nil {
 		return err
 	}
-	e2bSurface, err := listenE2B(logger, o, fleet, token)
+	e2bSurface, err := listenE2B(logger, o, fleet, token, drain)
 	if err != nil {
 		return err
 	}
