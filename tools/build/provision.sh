@@ -232,6 +232,15 @@ npm_registry() {
   printf '%s' "$r"
 }
 
+# go_arch prints this machine's CPU as Go names it.
+go_arch() {
+  case $(uname -m) in
+  x86_64 | amd64) echo amd64 ;;
+  aarch64 | arm64) echo arm64 ;;
+  *) die "no image platform for this machine's CPU ($(uname -m))" ;;
+  esac
+}
+
 # offline_rc writes the opt-in bazelrc that wires Bazel to the provisioned parts.
 offline_rc() {
   local registry s
@@ -265,6 +274,11 @@ offline_rc() {
     # machines make mounts, cgroups, user namespaces and loop devices,
     # which linux-sandbox's own user namespace would refuse.
     echo "build --spawn_strategy=processwrapper-sandbox,local"
+    # Build for rules_go's pure-Go platform of this machine's CPU, the one
+    # the images' cross-builds name (images/image.bzl): the tests and this
+    # CPU's image then share one configuration, and the Kubernetes libraries
+    # and the standard library compile once for both instead of twice.
+    echo "build --platforms=@io_bazel_rules_go//go/toolchain:linux_$(go_arch)"
     if [[ -n "$registry" ]]; then echo "common --repo_env=NPM_CONFIG_REGISTRY=$registry"; fi
     # Tests find the base template's root filesystem here (src/simulator/rootfs).
     # The path is the versioned tree, not the stable link, so a new tree
