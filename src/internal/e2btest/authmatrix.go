@@ -19,6 +19,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 // Surface is an e2b surface under test, serving two namespaces: A, whose
@@ -121,19 +122,16 @@ func Setup(t *testing.T, s Surface) Objects {
 	s.must(t, http.MethodPost, "/v3/templates", `{"name":"`+o.TemplateName+`"}`, http.StatusAccepted, &built)
 	o.Template = built.TemplateID
 	s.must(t, http.MethodPost, "/v2/templates/"+built.TemplateID+"/builds/"+built.BuildID, `{"fromTemplate":"`+s.Base+`","steps":[]}`, http.StatusAccepted, nil)
-	for deadline := time.Now().Add(90 * time.Second); ; {
+	poll.Until(t, "the matrix's template build to be ready", func() bool {
 		var st struct {
 			Status string `json:"status"`
 		}
 		s.must(t, http.MethodGet, "/templates/"+built.TemplateID+"/builds/"+built.BuildID+"/status", "", http.StatusOK, &st)
-		if st.Status == "ready" {
-			break
+		if st.Status == "error" {
+			t.Fatalf("the matrix's template build failed")
 		}
-		if st.Status == "error" || time.Now().After(deadline) {
-			t.Fatalf("the matrix's template build ended %q", st.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st.Status == "ready"
+	})
 
 	var pending requested
 	o.PendingName = "matrix-pending"
