@@ -4,7 +4,7 @@
 # archive and the npm registry (docs/build.md walks through each step):
 #   - Debian sid's bazel-bootstrap inside a debootstrapped root (sid is the
 #     only Debian suite with a Bazel that has bzlmod), plus the Debian
-#     packages tests use (containerd and friends, shellcheck);
+#     packages tests use (containerd and friends, shellcheck, Prometheus);
 #   - rules_go and gazelle taken from the Go module proxy;
 #   - the stand-in modules checked in under tools/build/stubs;
 #   - every Go module go.mod names, and the pinned Go SDK;
@@ -61,7 +61,7 @@ readonly BAZEL_SUITE=sid
 #    kube-proxy and the bridge plugin call.
 #  - shellcheck, which //tools/lint:shellcheck_test runs on every shell script.
 #  - e2fsprogs: mkfs.ext4 makes each isolated machine's bounded disk.
-readonly ROOT_PACKAGES="containerd runc containernetworking-plugins iptables iproute2 conntrack kmod util-linux shellcheck e2fsprogs"
+readonly ROOT_PACKAGES="containerd runc containernetworking-plugins iptables iproute2 conntrack kmod util-linux shellcheck e2fsprogs prometheus"
 
 # One provisioning at a time; concurrent invocations wait here. The lock goes
 # with this process, before Bazel starts.
