@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
+	"github.com/cocoonstack/sandbox-operator/src/e2b/build"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/catalog"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -74,6 +76,11 @@ type Config struct {
 	// tier's disk (sandbox.SizeTier.DiskMiB). Zero takes
 	// DefaultMaxSnapshotBytes, negative lifts it.
 	MaxSnapshotBytes int64
+	// Refusals counts the requests the surface refuses, by reason; nil
+	// counts nothing.
+	Refusals *metrics.Refusals
+	// Lists times the sandbox lists the surface answers; nil times none.
+	Lists *metrics.Lists
 	// Clock is the process clock (the create rate's too); default the
 	// real one.
 	Clock clock.PassiveClock
@@ -139,6 +146,9 @@ type BuildConfig struct {
 	// DefaultBuildUploadMaxTotal, negative lifts the bound.
 	MaxUploadFiles int
 	MaxUploadBytes int64
+	// Observer hears how builds end and how many wait and run (the
+	// process's metrics.Builds); nil hears nothing.
+	Observer build.Observer
 }
 
 // Template is what an alias resolves to: a pool image and a size.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/admission"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 )
 
 // admitCreate applies the caller's create rate and live-sandbox cap
@@ -22,6 +23,7 @@ func (s *Server) admitCreate(w http.ResponseWriter, r *http.Request, c caller) (
 		who = "source address"
 	}
 	if ok, wait := s.admit.Take(c.client); !ok {
+		s.cfg.Refusals.Refused(metrics.ReasonRateLimit)
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
 			"rate limit reached: a %s may create %g sandboxes per second, in bursts of at most %d; retry later",
@@ -39,6 +41,7 @@ func (s *Server) admitCreate(w http.ResponseWriter, r *http.Request, c caller) (
 		return nil, false
 	}
 	if !t.Admit(live) {
+		s.cfg.Refusals.Refused(metrics.ReasonSandboxCap)
 		owner := "this API key's namespace"
 		if c.anonymous {
 			owner = "this source address"

@@ -378,10 +378,12 @@ func parseMetadataQuery(raw string) (map[string]string, error) {
 // listAll returns the caller's sandboxes that pass f, sorted by start
 // time (then id) in the given direction.
 func (s *Server) listAll(ctx context.Context, c caller, f *listFilter, desc bool) ([]wire.ListedSandbox, error) {
+	start := s.cfg.Clock.Now()
 	sbs, err := s.fleet.List(ctx, c.namespace)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { s.cfg.Lists.ObserveList(s.cfg.Clock.Since(start), len(sbs)) }()
 	out := make([]wire.ListedSandbox, 0, len(sbs))
 	for _, sb := range sbs {
 		if sb.Namespace != c.namespace {

@@ -26,6 +26,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/e2b/records"
 	"github.com/cocoonstack/sandbox-operator/src/e2b/wire"
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
@@ -95,7 +96,7 @@ func NewServer(cfg Config, f Fleet, logger *slog.Logger) (*Server, error) {
 		clk, _ := cfg.Clock.(clock.Clock)
 		s.builds = build.NewManager(build.Config{
 			Parallel: b.Parallel, Timeout: b.Timeout, LogLines: b.LogLines, Clock: clk, Logger: cfg.Logger,
-			Expired: s.dropExpiredUploads,
+			Expired: s.dropExpiredUploads, Observer: b.Observer,
 		}, s.runBuild)
 		s.uploads = &admission.UploadsInFlight{}
 		if d, ok := b.Store.(interface{ SetAdmission(buildstore.Admission) }); ok {
@@ -174,7 +175,7 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
-		h(w, r.WithContext(ctx), c)
+		s.countValidation(w, r.WithContext(ctx), c, h)
 	})
 }
 
@@ -283,6 +284,7 @@ func (s *Server) fleetError(w http.ResponseWriter, err error, op string) {
 	case fleet.KindNotFound, fleet.KindNoTemplate:
 		writeGone(w, err)
 	case fleet.KindCapacity:
+		s.cfg.Refusals.Refused(metrics.ReasonCapacity)
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSeconds))
 		writeError(w, http.StatusTooManyRequests, "no warm sandbox is available for this template now; retry later")
 	case fleet.KindInvalid:

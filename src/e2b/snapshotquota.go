@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/admission"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 )
 
@@ -28,12 +29,14 @@ func (s *Server) admitSnapshot(w http.ResponseWriter, r *http.Request, c caller,
 	switch next := admission.SnapshotBound(key); {
 	case s.cfg.MaxSnapshots > 0 && n >= s.cfg.MaxSnapshots:
 		unlock()
+		s.cfg.Refusals.Refused(metrics.ReasonQuota)
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
 			"this API key's namespace has reached its limit of %d snapshots; delete one before taking another",
 			s.cfg.MaxSnapshots))
 		return nil, false
 	case s.cfg.MaxSnapshotBytes > 0 && held+next > s.cfg.MaxSnapshotBytes:
 		unlock()
+		s.cfg.Refusals.Refused(metrics.ReasonQuota)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"this API key's namespace's snapshots may hold at most %d bytes: it holds up to %d, and a snapshot of this sandbox (size %s) up to %d more; delete one before taking another",
 			s.cfg.MaxSnapshotBytes, held, key.WithDefaults().Size, next))

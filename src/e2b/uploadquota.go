@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/cocoonstack/sandbox-operator/src/e2b/buildstore"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 )
 
 // A namespace's template uploads are bounded in files and bytes
@@ -79,6 +80,7 @@ func (s *Server) checkUploadLink(w http.ResponseWriter, r *http.Request, c calle
 		s.fleetError(w, err, "count the namespace's uploads")
 		return false
 	case refused != nil:
+		s.cfg.Refusals.Refused(metrics.ReasonQuota)
 		writeError(w, refused.Status, refused.Message)
 		return false
 	}
@@ -102,8 +104,10 @@ func (s *Server) admitUpload(ctx context.Context, templateID, _ string, declared
 	case err != nil:
 		return 0, nil, err
 	case refused != nil:
+		s.cfg.Refusals.Refused(metrics.ReasonQuota)
 		return 0, nil, refused
 	case declared > room:
+		s.cfg.Refusals.Refused(metrics.ReasonQuota)
 		return 0, nil, buildstore.TooLarge(fmt.Sprintf(
 			"the archive's %d bytes exceed the %d bytes left of this API key's namespace's limit of %d bytes of uploaded template files",
 			declared, room, s.cfg.Builds.MaxUploadBytes))

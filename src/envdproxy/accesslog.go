@@ -18,6 +18,9 @@ type accessLine struct {
 	port                int
 	auth                string
 	reason              string
+	// probe marks the proxy's own /healthz: logged, but not data-plane
+	// traffic, so the Observer is not told of it.
+	probe bool
 }
 
 // recorder notes the status and size of the answer for the access line.
@@ -26,16 +29,21 @@ type recorder struct {
 	line *accessLine
 }
 
+// status is the answer's final status; a handler that wrote nothing
+// answered 200, as net/http sends it.
+func (r *recorder) status() int {
+	return cmp.Or(r.Status, http.StatusOK)
+}
+
 func (p *Proxy) logAccess(line *accessLine, rec *recorder, start time.Time) {
 	if !p.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	status := cmp.Or(rec.Status, http.StatusOK) // 0: the handler wrote nothing
 	attrs := []slog.Attr{
 		slog.String("method", line.method),
 		slog.String("path", line.path),
 		slog.String("proto", line.proto),
-		slog.Int("status", status),
+		slog.Int("status", rec.status()),
 		slog.Int64("bytes", rec.Bytes),
 		slog.Duration("duration", p.cfg.Clock.Since(start)),
 	}

@@ -70,8 +70,12 @@ type Config struct {
 	MaxUploadBytes       int64
 	MaxConcurrentUploads int
 
-	// Clock times the cache, the lookup budget and the access log; nil is
-	// the real clock. Tests inject a fake one.
+	// Observer is told every request's status, every relay dial and the
+	// bytes relays carry (the metrics package's DataPlane); nil observes
+	// nothing.
+	Observer Observer
+	// Clock times the cache, the lookup budget, the access log and relay
+	// dials; nil is the real clock. Tests inject a fake one.
 	Clock clock.PassiveClock
 	// Ready, when set, makes /healthz answer 503 until it reports true
 	// (e.g. until the inventory informer has synced).
@@ -122,6 +126,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.Observer == nil {
+		c.Observer = unobserved{}
 	}
 	return nil
 }

@@ -19,4 +19,9 @@
 // Every failure to reach a sandbox — unknown, paused, nothing listening,
 // node down — is the same 502, so no reply tells a caller which sandbox
 // ids exist or which node holds one.
+//
+// What the proxy carries — each answer's status, each relay dial and why
+// it failed, the bytes each way, the relays open — is told to the
+// Config's Observer, in terms that name no sandbox; the metrics package
+// turns it into Prometheus series.
 package envdproxy

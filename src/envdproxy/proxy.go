@@ -60,7 +60,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Clock.Now()
 	line := accessLine{method: r.Method, path: r.URL.Path, proto: r.Proto}
 	rec := &recorder{Recorder: serve.Recorder{ResponseWriter: w}, line: &line}
-	defer func() { p.logAccess(&line, rec, start) }()
+	defer func() {
+		if !line.probe {
+			p.cfg.Observer.ObserveRequest(rec.status())
+		}
+		p.logAccess(&line, rec, start)
+	}()
 	p.serve(rec, r, &line)
 }
 
@@ -69,6 +74,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 	if err != nil {
 		if errors.Is(err, errNotSandboxHost) && r.URL.Path == "/healthz" &&
 			(r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			line.probe = true
 			p.healthz(w)
 			return
 		}
@@ -150,11 +156,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, line *accessLine) 
 		p.unavailable(w, line, err)
 		return
 	}
-	conn, err := node.As(relayToken).DialPort(r.Context(), t.ID, t.Port)
+	conn, err := p.dialRelay(r.Context(), node.As(relayToken), t)
 	if err != nil {
 		p.relayRefused(w, line, t.ID, o, err)
 		return
 	}
+	// forward closes the relay before it returns.
+	defer p.cfg.Observer.ObserveRelayClosed()
 	p.fwd.forward(w, r, conn, uploadLimit)
 }
 

@@ -31,7 +31,8 @@ type CheckpointClaimRequest struct {
 // ClaimCheckpoint claims a sandbox branched from a checkpoint, with its
 // token. The branch takes the checkpoint's pool key. An unknown checkpoint
 // wraps ErrNotFound.
-func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest) (Claimed, error) {
+func (f *Fleet) ClaimCheckpoint(ctx context.Context, req CheckpointClaimRequest) (_ Claimed, err error) {
+	defer f.observeOperation(OperationCheckpointClaim, f.cfg.Clock.Now(), &err)
 	if _, err := sandbox.NewClaimRef(req.Ref.Namespace, req.Ref.Name); err != nil {
 		return Claimed{}, fmt.Errorf("fleet: claim checkpoint: %w: %w", ErrInvalid, err)
 	}

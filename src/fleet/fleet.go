@@ -49,6 +49,10 @@ type Config struct {
 	Rand *rand.Rand
 	// ClaimObserver, when set, is told how every Claim ended.
 	ClaimObserver ClaimObserver
+	// OperationObserver, when set, is told how every lifecycle operation
+	// (pause, resume, renew, fork, checkpoint, release, a checkpoint's
+	// claim) ended.
+	OperationObserver OperationObserver
 }
 
 // Fleet is the fleet core. It is safe for concurrent use.

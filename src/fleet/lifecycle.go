@@ -28,8 +28,9 @@ func (f *Fleet) Find(ctx context.Context, namespace, id string) (Sandbox, error)
 // Release releases sb on its node. A sandbox its node no longer knows
 // (reaped at its deadline, released elsewhere) wraps ErrNotFound; either
 // way the view stops showing it.
-func (f *Fleet) Release(ctx context.Context, sb Sandbox) error {
-	err := f.call(ctx, sb, "release", func(ctx context.Context, c *sandboxd.Client) error { return c.Release(ctx, sb.ID) })
+func (f *Fleet) Release(ctx context.Context, sb Sandbox) (err error) {
+	defer f.observeOperation(OperationRelease, f.cfg.Clock.Now(), &err)
+	err = f.call(ctx, sb, "release", func(ctx context.Context, c *sandboxd.Client) error { return c.Release(ctx, sb.ID) })
 	if (err == nil || errors.Is(err, ErrNotFound)) && f.rec != nil {
 		f.rec.Released(sb)
 	}
@@ -37,13 +38,15 @@ func (f *Fleet) Release(ctx context.Context, sb Sandbox) error {
 }
 
 // Pause hibernates sb (idempotent).
-func (f *Fleet) Pause(ctx context.Context, sb Sandbox) error {
+func (f *Fleet) Pause(ctx context.Context, sb Sandbox) (err error) {
+	defer f.observeOperation(OperationPause, f.cfg.Clock.Now(), &err)
 	return f.change(ctx, sb, "hibernate", func(ctx context.Context, c *sandboxd.Client) error { return c.Hibernate(ctx, sb.ID) },
 		func(sb *Sandbox) { sb.Paused = true })
 }
 
 // Resume wakes sb (idempotent).
-func (f *Fleet) Resume(ctx context.Context, sb Sandbox) error {
+func (f *Fleet) Resume(ctx context.Context, sb Sandbox) (err error) {
+	defer f.observeOperation(OperationResume, f.cfg.Clock.Now(), &err)
 	return f.change(ctx, sb, "wake", func(ctx context.Context, c *sandboxd.Client) error { return c.Wake(ctx, sb.ID) },
 		func(sb *Sandbox) { sb.Paused = false })
 }
@@ -66,9 +69,10 @@ type Renewal struct {
 }
 
 // RenewWith renews sb's lease on the terms of r; see Renew.
-func (f *Fleet) RenewWith(ctx context.Context, sb Sandbox, r Renewal) (time.Time, error) {
+func (f *Fleet) RenewWith(ctx context.Context, sb Sandbox, r Renewal) (_ time.Time, err error) {
+	defer f.observeOperation(OperationRenew, f.cfg.Clock.Now(), &err)
 	var deadline time.Time
-	err := f.change(ctx, sb, "renew", func(ctx context.Context, c *sandboxd.Client) error {
+	err = f.change(ctx, sb, "renew", func(ctx context.Context, c *sandboxd.Client) error {
 		var err error
 		deadline, err = c.RenewWith(ctx, sb.ID, sandboxd.RenewRequest{TTLSeconds: r.TTLSeconds, OnExpire: r.OnExpire})
 		return err
@@ -79,7 +83,8 @@ func (f *Fleet) RenewWith(ctx context.Context, sb Sandbox, r Renewal) (time.Time
 // Fork makes count children of parent on its node, each with the lease
 // ttlSeconds (0 = the node's default), named "<parent>-fork-sb-…" in the
 // parent's namespace (sandbox.ForkPrefix).
-func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int) ([]Claimed, error) {
+func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int) (_ []Claimed, err error) {
+	defer f.observeOperation(OperationFork, f.cfg.Clock.Now(), &err)
 	if parent.ClaimRef.IsZero() {
 		return nil, fmt.Errorf("fleet: fork: %w: the sandbox belongs to no namespace", ErrInvalid)
 	}
@@ -91,7 +96,7 @@ func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int)
 	}
 	prefix := sandbox.ForkPrefix(parent.ClaimRef)
 	var children []sandboxd.Claim
-	err := f.callCopying(ctx, parent, "fork", func(ctx context.Context, c *sandboxd.Client) error {
+	err = f.callCopying(ctx, parent, "fork", func(ctx context.Context, c *sandboxd.Client) error {
 		var err error
 		children, err = c.Fork(ctx, parent.ID, sandboxd.ForkRequest{Count: count, TTLSeconds: ttlSeconds, ClaimRefPrefix: prefix})
 		return err
@@ -125,9 +130,10 @@ func (f *Fleet) Fork(ctx context.Context, parent Sandbox, count, ttlSeconds int)
 }
 
 // Checkpoint checkpoints sb on its node under name (may be empty).
-func (f *Fleet) Checkpoint(ctx context.Context, sb Sandbox, name string) (*sandboxd.Checkpoint, error) {
+func (f *Fleet) Checkpoint(ctx context.Context, sb Sandbox, name string) (_ *sandboxd.Checkpoint, err error) {
+	defer f.observeOperation(OperationCheckpoint, f.cfg.Clock.Now(), &err)
 	var ck *sandboxd.Checkpoint
-	err := f.callCopying(ctx, sb, "checkpoint", func(ctx context.Context, c *sandboxd.Client) error {
+	err = f.callCopying(ctx, sb, "checkpoint", func(ctx context.Context, c *sandboxd.Client) error {
 		var err error
 		ck, err = c.Checkpoint(ctx, sb.ID, sandboxd.CheckpointRequest{Name: name})
 		return err

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -101,4 +102,25 @@ func (f *Fleet) heardFrom(addr string) {
 	if f.unanswered.heard(addr, f.cfg.Clock.Now()) {
 		f.log.Info("A node that did not answer answers again", "node", addr)
 	}
+}
+
+// silentAt returns the addresses still marked silent at now, sorted.
+func (u *unanswered) silentAt(now time.Time) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for addr, until := range u.until {
+		if now.Before(until) {
+			out = append(out, addr)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SilentNodes returns the addresses of the nodes whose last claim got no
+// answer and which have not answered since (claims go to them last), for
+// the operators' count of silent nodes.
+func (f *Fleet) SilentNodes() []string {
+	return f.unanswered.silentAt(f.cfg.Clock.Now())
 }

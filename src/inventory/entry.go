@@ -20,6 +20,9 @@ type Node struct {
 	Pools       []Pool
 	// Entries is how many sandboxes the node holds.
 	Entries int
+	// Fresh is whether the node is within the freshness window. Only
+	// Known answers stale nodes; every other read answers fresh ones.
+	Fresh bool
 }
 
 // Pool is the warm capacity of one pool on one node.

@@ -162,6 +162,20 @@ func (s *Store) Nodes() []Node {
 	return out
 }
 
+// Known returns every node the store holds an inventory of, fresh or
+// not (Node.Fresh tells), sorted by name: for the operators' count of
+// stale nodes, which no other read shows.
+func (s *Store) Known() []Node {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, n.view())
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Node returns one fresh node.
 func (s *Store) Node(name string) (Node, bool) {
 	s.mu.RLock()
@@ -308,7 +322,7 @@ func pick(list []*Entry) *Entry {
 func (n *nodeState) view() Node {
 	return Node{
 		Name: n.name, Address: n.address, PublishedAt: n.published,
-		Pools: slices.Clone(n.pools), Entries: len(n.entries),
+		Pools: slices.Clone(n.pools), Entries: len(n.entries), Fresh: n.fresh,
 	}
 }
 

@@ -79,6 +79,9 @@ type Config struct {
 	Clock clock.WithTicker
 	// Logger receives write failures; default discards.
 	Logger *slog.Logger
+	// Observer hears when another replica held a name or contended for a
+	// shard; nil hears nothing.
+	Observer Observer
 }
 
 // Holds takes, renews and gives up this replica's holds on names. Create it
@@ -107,6 +110,9 @@ func New(cfg Config) (*Holds, error) {
 	cfg.Clock = cmp.Or[clock.WithTicker](cfg.Clock, clock.RealClock{})
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = unobserved{}
 	}
 	if cfg.TTL < 0 || cfg.MaxKeep < 0 || cfg.RequestTimeout < 0 || cfg.MaxPerShard < 0 {
 		return nil, errors.New("namehold: negative Config value")

@@ -2,6 +2,7 @@ package namehold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -136,6 +137,15 @@ func (b *batch) empty() bool {
 	return len(b.acquires) == 0 && len(b.releases) == 0 && len(b.frees) == 0 && len(b.renews) == 0
 }
 
+// waiting is how many Acquires the batch answers.
+func (b *batch) waiting() int {
+	n := 0
+	for _, ws := range b.acquires {
+		n += len(ws)
+	}
+	return n
+}
+
 // take moves the queued operations into a batch. Every write renews all
 // kept holds, since it costs nothing extra; holds kept past MaxKeep are
 // let go here.
@@ -254,7 +264,10 @@ func (s *shard) flush(ctx context.Context) error {
 	if b.empty() {
 		return nil
 	}
-	results, lost, err := s.write(ctx, b)
+	results, lost, contended, err := s.write(ctx, b)
+	if n := b.waiting(); contended && n > 0 {
+		s.cfg.Observer.ObserveContended(n)
+	}
 	if err != nil {
 		s.requeue(b)
 		for _, ws := range b.acquires {
@@ -270,6 +283,9 @@ func (s *shard) flush(ctx context.Context) error {
 			granted = append(granted, key)
 		}
 		for _, w := range ws {
+			if errors.Is(results[key], ErrHeld) {
+				s.cfg.Observer.ObserveHeld()
+			}
 			w.done <- results[key]
 		}
 	}
@@ -281,12 +297,12 @@ func (s *shard) flush(ctx context.Context) error {
 }
 
 // write applies b to the object with a compare-and-set update, reading
-// the object again after each conflict.
-func (s *shard) write(ctx context.Context, b *batch) (outcome map[string]error, lost []string, err error) {
+// the object again after each conflict; contended says there was one.
+func (s *shard) write(ctx context.Context, b *batch) (outcome map[string]error, lost []string, contended bool, err error) {
 	for range maxConflicts {
 		cur, fresh, err := s.current(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, contended, err
 		}
 		a, lost, changed := apply(cur.Data, b, s.cfg, s.cfg.Clock.Now())
 		if !changed {
@@ -297,7 +313,7 @@ func (s *shard) write(ctx context.Context, b *batch) (outcome map[string]error, 
 				s.cached = nil
 				continue
 			}
-			return a.outcome, lost, nil
+			return a.outcome, lost, contended, nil
 		}
 		next := cur.DeepCopy()
 		next.Data = a.data
@@ -307,15 +323,16 @@ func (s *shard) write(ctx context.Context, b *batch) (outcome map[string]error, 
 		switch {
 		case err == nil:
 			s.cached = updated
-			return a.outcome, lost, nil
+			return a.outcome, lost, contended, nil
 		case apierrors.IsConflict(err):
 			s.cached = nil // another replica wrote: read its version
+			contended = true
 		default:
 			s.cached = nil
-			return nil, nil, fmt.Errorf("writing %s/%s: %w", s.cfg.Namespace, s.name, err)
+			return nil, nil, contended, fmt.Errorf("writing %s/%s: %w", s.cfg.Namespace, s.name, err)
 		}
 	}
-	return nil, nil, fmt.Errorf("writing %s/%s: still conflicting after %d tries", s.cfg.Namespace, s.name, maxConflicts)
+	return nil, nil, contended, fmt.Errorf("writing %s/%s: still conflicting after %d tries", s.cfg.Namespace, s.name, maxConflicts)
 }
 
 // current is the object as last read or written, read (or made) when

@@ -79,6 +79,9 @@ type Config struct {
 	// Clock times the resyncs, node polls and rebuild pauses; nil is the
 	// real clock.
 	Clock clock.WithTicker
+	// Observer hears of the passes, the PUTs and this replica's turns at
+	// driving; nil hears nothing.
+	Observer Observer
 }
 
 func (c *Config) defaults() error {
@@ -125,6 +128,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.Observer == nil {
+		c.Observer = unobserved{}
 	}
 	return nil
 }
@@ -178,6 +184,13 @@ func (d *Driver) Identity() string { return d.cfg.Identity }
 
 // Leading reports whether this replica currently drives the pools.
 func (d *Driver) Leading() bool { return d.leading.Load() }
+
+// drives records that this replica started (true) or stopped driving the
+// pools, and tells the Observer.
+func (d *Driver) drives(on bool) {
+	d.leading.Store(on)
+	d.cfg.Observer.ObserveLeading(on)
+}
 
 // Puts is how many PUT /v1/pools this driver has sent, over every rebuild.
 func (d *Driver) Puts() int64 { return d.puts.Load() }
@@ -248,18 +261,20 @@ func (d *Driver) build() (manager.Manager, error) {
 		return nil, fmt.Errorf("warm-pool driver: building the manager: %w", err)
 	}
 	rec := &reconciler{
-		client: mgr.GetClient(),
-		cache:  mgr.GetCache(),
-		nodes:  cfg.Nodes,
-		push:   newPusher(cfg.Token, cfg.PutTimeout, cfg.PutParallelism, d.log),
-		events: newEventLog(mgr.GetEventRecorder("warm-pool-driver")),
-		log:    d.log,
-		clock:  cfg.Clock,
-		sync:   cfg.SyncInterval,
-		poll:   cfg.NodePollInterval,
+		client:  mgr.GetClient(),
+		cache:   mgr.GetCache(),
+		nodes:   cfg.Nodes,
+		push:    newPusher(cfg.Token, cfg.PutTimeout, cfg.PutParallelism, d.log),
+		events:  newEventLog(mgr.GetEventRecorder("warm-pool-driver")),
+		log:     d.log,
+		clock:   cfg.Clock,
+		sync:    cfg.SyncInterval,
+		poll:    cfg.NodePollInterval,
+		observe: cfg.Observer,
 	}
 	rec.push.onPut = func() { d.puts.Add(1) }
-	rec.leading = d.leading.Store
+	rec.push.observe = cfg.Observer
+	rec.leading = d.drives
 	if err := mgr.Add(rec); err != nil {
 		return nil, fmt.Errorf("warm-pool driver: adding the reconciler: %w", err)
 	}

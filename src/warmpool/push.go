@@ -34,6 +34,8 @@ type pusher struct {
 	puts          atomic.Int64
 	// onPut, when set, is told of every PUT sent.
 	onPut func()
+	// observe hears how each push to a node ended.
+	observe Observer
 
 	mu      sync.Mutex
 	clients map[string]*sandboxd.Client // by address
@@ -42,7 +44,7 @@ type pusher struct {
 
 func newPusher(token string, timeout time.Duration, parallel int, log *slog.Logger) *pusher {
 	return &pusher{
-		token: token, timeout: timeout, parallel: max(parallel, 1), log: log,
+		token: token, timeout: timeout, parallel: max(parallel, 1), log: log, observe: unobserved{},
 		clients: map[string]*sandboxd.Client{}, sent: map[string]sent{},
 	}
 }
@@ -96,6 +98,9 @@ func (p *pusher) push(ctx context.Context, targets []target, sets map[string][]s
 		wg.Go(func() {
 			defer func() { <-slots }()
 			info, err := p.putOne(ctx, t, set)
+			if ctx.Err() == nil {
+				p.observe.ObservePush(err)
+			}
 			p.mu.Lock()
 			if err != nil {
 				// Forget the node's answer: its pools are unknown until a

@@ -44,6 +44,8 @@ type reconciler struct {
 	poll   time.Duration
 	// leading is told when the loop starts and stops driving.
 	leading func(bool)
+	// observe hears how each pass ended.
+	observe Observer
 }
 
 // NeedLeaderElection makes the manager start the loop only in the leader.
@@ -103,8 +105,17 @@ func (r *reconciler) Start(ctx context.Context) error {
 	}
 }
 
+// passLogged runs a pass and tells of its end, unless this replica
+// stopped driving meanwhile: a pass cut short by that neither succeeded
+// nor failed.
 func (r *reconciler) passLogged(ctx context.Context, full bool) {
-	if err := r.pass(ctx, full); err != nil && ctx.Err() == nil {
+	start := r.clock.Now()
+	err := r.pass(ctx, full)
+	if ctx.Err() != nil {
+		return
+	}
+	r.observe.ObservePass(r.clock.Since(start), err)
+	if err != nil {
 		r.log.Error("warm-pool pass failed; retrying on the next tick", "err", err)
 	}
 }

@@ -54,6 +54,9 @@ type Config struct {
 	// ClaimObserver, when set, is told how every claim of the fleet core
 	// ended, this front's and the e2b surface's that shares the core.
 	ClaimObserver fleet.ClaimObserver
+	// OperationObserver, when set, is told how every lifecycle operation
+	// of the fleet core ended.
+	OperationObserver fleet.OperationObserver
 	// Token is the fleet sandboxd token (see TokenOptions); empty sends
 	// node-local calls without one.
 	Token string
@@ -191,7 +194,8 @@ func New(cfg Config) (*Service, error) {
 	f, err := fleet.New(fleet.Config{
 		View: fleetView{s}, Token: cfg.Token, HTTPClient: cfg.HTTPClient,
 		NodeTimeout: cfg.NodeTimeout, Clock: cfg.Clock, Logger: cfg.Logger, Rand: cfg.Rand,
-		ClaimObserver: cfg.ClaimObserver,
+		ClaimObserver:     cfg.ClaimObserver,
+		OperationObserver: cfg.OperationObserver,
 	})
 	if err != nil {
 		return nil, err

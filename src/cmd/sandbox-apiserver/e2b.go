@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"k8s.io/component-base/metrics/legacyregistry"
+
 	"github.com/cocoonstack/sandbox-operator/src/e2b"
+	"github.com/cocoonstack/sandbox-operator/src/metrics"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
@@ -20,7 +23,15 @@ func listenE2B(logger *slog.Logger, o *options, f *fleet, token string, drain *s
 	}
 	// The same fleet core the Sandbox API claims through: an e2b create
 	// shows in kubectl get sandboxes (and its watches) at once.
-	surface, err := e2b.NewServer(o.e2bConfig, f.service.Fleet(), logger.With("component", "e2b"))
+	cfg := o.e2bConfig
+	if b := cfg.Builds; b != nil {
+		builds := *b // shared with o.e2bConfig: the copy gets the observer
+		builds.Observer = metrics.NewBuilds(legacyregistry.Registerer())
+		cfg.Builds = &builds
+	}
+	cfg.Refusals = metrics.NewRefusals(legacyregistry.Registerer(), metrics.FrontE2B)
+	cfg.Lists = metrics.NewLists(legacyregistry.Registerer(), metrics.FrontE2B)
+	surface, err := e2b.NewServer(cfg, f.service.Fleet(), logger.With("component", "e2b"))
 	if err != nil {
 		return nil, fmt.Errorf("building the e2b surface: %w", err)
 	}

@@ -308,7 +308,8 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 	// namespace, where the chart grants the replicas their ConfigMaps.
 	names, err := namehold.New(namehold.Config{
 		ConfigMaps: kube.CoreV1(), Namespace: warmpool.DefaultLeaseNamespace(), TTL: o.nameHoldTTL,
-		Logger: logger.With("component", "namehold"),
+		Logger:   logger.With("component", "namehold"),
+		Observer: metrics.NewNameHolds(legacyregistry.Registerer()),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the name holds: %w", err)
@@ -321,7 +322,8 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 		Inventory: store, Token: token, Names: names, NodeTimeout: o.nodeTimeout, Logger: logger,
 		// The generic apiserver serves its registry at /metrics (behind
 		// its authentication and authorization): the claims join it.
-		ClaimObserver: metrics.NewClaims(legacyregistry.Registerer()),
+		ClaimObserver:     metrics.NewClaims(legacyregistry.Registerer()),
+		OperationObserver: metrics.NewLifecycle(legacyregistry.Registerer()),
 	}
 	if peers != nil {
 		svcConfig.Peers = peers.sharer
@@ -330,6 +332,7 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("building the sandboxes service: %w", err)
 	}
+	metrics.RegisterFleetView(legacyregistry.Registerer(), inventoryFleetView(store, service.Fleet()), nil)
 	return &fleet{informers: factory, store: store, names: names, peers: peers, service: service, backend: service}, nil
 }
 
@@ -347,6 +350,7 @@ func newWarmPoolDriver(logger *slog.Logger, o *options, restConfig *rest.Config,
 		Token:        token,
 		SyncInterval: o.warmPoolSyncInterval,
 		Logger:       logger,
+		Observer:     metrics.NewWarmPool(legacyregistry.Registerer()),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the warm-pool driver: %w", err)

@@ -60,6 +60,7 @@ type options struct {
 	unisolated      bool
 	host            string
 	port, dataPort  int
+	metricsPort     int // -1: no metrics listener
 	nodes           int
 	coldNodes       int
 	warm            int
@@ -88,6 +89,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address the e2b API and the data plane bind (the simulated nodes always bind 127.0.0.1). Anything but loopback lets others run commands on this host")
 	fs.IntVar(&o.port, "port", 3000, "port of the e2b REST API (E2B_API_URL); 0 picks a free one")
 	fs.IntVar(&o.dataPort, "data-plane-port", 3001, "port of the envd data plane (E2B_SANDBOX_URL); 0 picks a free one")
+	fs.IntVar(&o.metricsPort, "metrics-port", 3002, "port of the Prometheus metrics listener (/metrics); 0 picks a free one, -1 serves none")
 	fs.IntVar(&o.nodes, "nodes", 3, "simulated sandboxd nodes in the mesh")
 	fs.IntVar(&o.coldNodes, "cold-nodes", 1, "how many of the nodes hold no warm VMs for the pool (a claim entering there is redirected); fewer than --nodes")
 	fs.IntVar(&o.warm, "warm", 3, "warm VMs each other node keeps for the pool")
@@ -121,6 +123,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("--data-plane-port: %d is not a port", o.dataPort)
 	case o.port != 0 && o.port == o.dataPort:
 		return errors.New("--data-plane-port: must differ from --port")
+	case o.metricsPort < -1 || o.metricsPort > 65535:
+		return fmt.Errorf("--metrics-port: %d is not a port (or -1 for none)", o.metricsPort)
+	case o.metricsPort > 0 && (o.metricsPort == o.port || o.metricsPort == o.dataPort):
+		return errors.New("--metrics-port: must differ from --port and --data-plane-port")
 	case o.nodes < 1:
 		return fmt.Errorf("--nodes: %d must be at least 1", o.nodes)
 	case o.coldNodes < 0 || o.coldNodes >= o.nodes:

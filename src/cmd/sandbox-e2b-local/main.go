@@ -186,6 +186,7 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 		},
 		APIAddress:      net.JoinHostPort(o.host, strconv.Itoa(o.port)),
 		ProxyAddress:    net.JoinHostPort(o.host, strconv.Itoa(o.dataPort)),
+		MetricsAddress:  metricsAddress(o),
 		Seeds:           f.Addrs()[:1], // the rest are found through gossip
 		Token:           rootToken,
 		RefreshInterval: o.refreshInterval,
@@ -203,8 +204,20 @@ func runLocal(ctx context.Context, o *options, stdout io.Writer, logger *slog.Lo
 	fmt.Fprintf(stdout, "export E2B_API_KEY=%s\n", apiKey)
 	fmt.Fprintf(stdout, "export E2B_DOMAIN=%s\n", o.domain)
 	fmt.Fprintf(stdout, "export E2B_SANDBOX_URL=%s\n", "http://"+urlHost(p.ProxyAddr()))
+	if addr := p.MetricsAddr(); addr != nil {
+		// Not an SDK variable: where Prometheus (or curl) scrapes.
+		fmt.Fprintf(stdout, "export SANDBOX_OPERATOR_METRICS_URL=http://%s/metrics\n", urlHost(addr))
+	}
 	fmt.Fprintln(stdout, "# ready")
 	return p.Run(ctx)
+}
+
+// metricsAddress is the metrics listener's address, "" for none.
+func metricsAddress(o *options) string {
+	if o.metricsPort < 0 {
+		return ""
+	}
+	return net.JoinHostPort(o.host, strconv.Itoa(o.metricsPort))
 }
 
 // urlHost is the host:port a client on this machine dials for a bound

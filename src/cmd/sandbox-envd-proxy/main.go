@@ -85,7 +85,7 @@ func (o *options) flagSet() *pflag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig,
 		"Kubeconfig of the cluster whose NodeInventory objects are read; default $KUBECONFIG, then the in-cluster service account.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr,
-		"Address of a separate listener serving the process's Go and process metrics (go_goroutines, process_open_fds) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
+		"Address of a separate listener serving the data plane's metrics (sandbox_operator_dataplane_*: requests by status, bytes each way, relay dials, open relays) and the process's Go and process metrics (go_goroutines, process_open_fds) at /metrics for Prometheus, without authentication; empty (the default) serves none.")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", o.shutdownDelay,
 		"On SIGTERM, answer /healthz 503 and keep proxying this long before the listener stops accepting and drains its requests, so a Service stops routing to the pod first (the chart sets 5s). Zero stops at once.")
 	o.limits.AddFlags(fs, "")
@@ -216,6 +216,10 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
+	// One registry for the process: what --metrics-bind-address serves.
+	// Without that listener the data plane's counts are kept but never
+	// read, which costs a few atomic adds per relay.
+	registry := metrics.NewRegistry()
 	pcfg := envdproxy.Config{
 		Locator:    inventorylocator.New(store, o.namespace),
 		Domain:     o.domain,
@@ -223,6 +227,7 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 		Token:      creds.token,
 		GuestHTTP2: o.guestHTTP2,
 		Logger:     logger,
+		Observer:   metrics.NewDataPlane(registry),
 		// Until the informer has listed every node, a published sandbox
 		// would look unknown: report not ready rather than 502 it. Once
 		// draining, not ready either, so the Service stops routing here
@@ -248,7 +253,7 @@ func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Int
 	}
 	var metricsSrv *serve.Server
 	if o.metricsAddr != "" {
-		if metricsSrv, err = serve.ListenMetrics(o.metricsAddr, metrics.NewRegistry(), logger); err != nil {
+		if metricsSrv, err = serve.ListenMetrics(o.metricsAddr, registry, logger); err != nil {
 			_ = srv.Close()
 			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 )
 
 func TestUnknownLogLevelFailsStartup(t *testing.T) {
@@ -158,6 +159,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.bindAddress = "127.0.0.1:0"
+	o.metricsAddr = "127.0.0.1:0"
 	logger := slog.New(slog.DiscardHandler)
 	signal, sendSignal := context.WithCancel(context.Background())
 	drain := serve.NewDrain(signal, time.Hour, logger)
@@ -205,6 +207,30 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || !strings.Contains(string(body), `"path":"/via-binary"`) {
 		t.Fatalf("%s %d %s", resp.Proto, resp.StatusCode, body)
+	}
+
+	// The metrics listener serves the data plane's counts: the relayed
+	// request and its dial, and none of the probes above.
+	scrapeURL := "http://" + p.metrics.Addr().String() + serve.MetricsPath
+	var scraped string
+	poll.Until(t, "the relayed request counted on the metrics listener", func() bool {
+		resp, err := http.Get(scrapeURL)
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		scraped = string(b)
+		return strings.Contains(scraped, `sandbox_operator_dataplane_requests_total{code="200"} 1`+"\n")
+	})
+	for _, line := range []string{
+		`sandbox_operator_dataplane_requests_total{code="503"} 0`,
+		`sandbox_operator_dataplane_relay_dial_duration_seconds_count{outcome="ok"} 1`,
+		`sandbox_operator_dataplane_open_streams 0`,
+	} {
+		if !strings.Contains(scraped, line+"\n") {
+			t.Errorf("/metrics does not say %s", line)
+		}
 	}
 
 	// SIGTERM: the probe fails at once, so the Service stops routing here,

@@ -51,7 +51,9 @@ type Build struct {
 	created  time.Time
 	updated  time.Time
 	finished time.Time
-	cancel   context.CancelFunc
+	// began is when the build got a slot; zero while it has not.
+	began  time.Time
+	cancel context.CancelFunc
 	// queuePos is the build's 1-based place in the queue while it waits
 	// for a slot, 0 otherwise.
 	queuePos int
@@ -173,17 +175,34 @@ func QueueMessage(pos, running, parallel, share int) string {
 		pos, running, parallel, share)
 }
 
-// finish records the build's end from the Runner's error; a build ends
-// once, later calls change nothing.
+// finish records the build's end from the Runner's error and tells the
+// Observer of a started build; a build ends once, later calls change
+// nothing.
 func (b *Build) finish(err error) {
 	now := b.m.cfg.Clock.Now().UTC()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.status.Done() {
+		b.mu.Unlock()
 		return
 	}
-	defer close(b.done)
 	b.finished, b.updated, b.cancel, b.queuePos, b.queued = now, now, nil, 0, false
+	b.endLocked(err)
+	started, outcome := b.def != nil, b.outcomeLocked()
+	var ran time.Duration
+	if !b.began.IsZero() {
+		ran = now.Sub(b.began)
+	}
+	b.mu.Unlock()
+	// Told before done closes, so whoever waits for the build's end finds
+	// it counted.
+	if started {
+		b.m.cfg.Observer.ObserveBuild(outcome, ran)
+	}
+	close(b.done)
+}
+
+// endLocked sets the final status and the failure's reason.
+func (b *Build) endLocked(err error) {
 	if err == nil && !b.canceled {
 		b.status = Ready
 		return
@@ -201,4 +220,17 @@ func (b *Build) finish(err error) {
 		}
 	}
 	b.reason = r
+}
+
+// outcomeLocked is how the ended build ended: a build canceled after its
+// Runner succeeded still fails as canceled, as its status says.
+func (b *Build) outcomeLocked() Outcome {
+	switch {
+	case b.status == Ready:
+		return OutcomeReady
+	case b.canceled:
+		return OutcomeCanceled
+	default:
+		return OutcomeError
+	}
 }

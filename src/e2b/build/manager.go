@@ -56,6 +56,9 @@ type Config struct {
 	// Retention), so what the builds uploaded can go with it; nil hears
 	// nothing. It runs in its own goroutine, which Close waits for.
 	Expired func(namespace, templateID string)
+	// Observer hears how builds end and how many wait and run; nil hears
+	// nothing.
+	Observer Observer
 }
 
 // Manager keeps this process's builds and runs them, at most Parallel at
@@ -87,6 +90,9 @@ func NewManager(cfg Config, run Runner) *Manager {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = unobserved{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, run: run, ctx: ctx, cancel: cancel, builds: map[string]*Build{}, runningBy: map[string]int{}}
@@ -222,6 +228,15 @@ func (m *Manager) dispatchLocked() {
 		m.launchLocked(b)
 	}
 	m.positionLocked()
+	m.reportSlotsLocked()
+}
+
+// reportSlotsLocked tells the Observer how many builds wait and run. It
+// runs under mu after every change of the queue or of running, so the
+// Observer hears the changes in the order they happened and its last
+// word is the state now.
+func (m *Manager) reportSlotsLocked() {
+	m.cfg.Observer.ObserveSlots(len(m.queue), m.running)
 }
 
 // positionLocked records each queued build's place in the order the
@@ -256,6 +271,7 @@ func (m *Manager) launchLocked(b *Build) {
 	b.mu.Lock()
 	b.status, b.queued, b.queuePos, b.cancel = Building, false, 0, cancel
 	b.updated = m.cfg.Clock.Now().UTC()
+	b.began = b.updated
 	canceled := b.canceled
 	b.mu.Unlock()
 	if canceled {
@@ -317,6 +333,7 @@ func (m *Manager) Cancel(namespace, templateID string) <-chan struct{} {
 		b.finish(&Failure{Message: errCanceled})
 	}
 	m.positionLocked()
+	m.reportSlotsLocked()
 	m.mu.Unlock()
 	all := make(chan struct{})
 	go func() {
@@ -405,6 +422,7 @@ func (m *Manager) Close() {
 	m.mu.Lock()
 	queued := m.queue
 	m.queue = nil
+	m.reportSlotsLocked()
 	m.mu.Unlock()
 	for _, b := range queued {
 		b.finish(&Failure{Message: "the server stopped before the build could start"})

@@ -29,7 +29,7 @@ func StartLocal(t *testing.T, binary string, args ...string) []string {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Template builds keep their uploads under the user's cache by
 	// default; a test keeps them in its own directory, unless it names one.
-	defaults := []string{"--port=0", "--data-plane-port=0"}
+	defaults := []string{"--port=0", "--data-plane-port=0", "--metrics-port=0"}
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--build-dir") }) {
 		defaults = append(defaults, "--build-dir="+t.TempDir())
 	}

@@ -29,7 +29,7 @@ func startLocal(t *testing.T, args ...string) map[string]string {
 	bin := testbin.Path(t, "SANDBOX_E2B_LOCAL", localPkg)
 	logPath := filepath.Join(t.TempDir(), "sandbox-e2b-local.log")
 	p, err := testbin.StartProcess("sandbox-e2b-local", bin, logPath,
-		append([]string{"--port", "0", "--data-plane-port", "0"}, args...), nil)
+		append([]string{"--port", "0", "--data-plane-port", "0", "--metrics-port", "0"}, args...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestLocalSystemServesCreateAndDataPlane(t *testing.T) {
 
 func TestLocalSystemRefusesAnonymousBeyondLoopback(t *testing.T) {
 	bin := testbin.Path(t, "SANDBOX_E2B_LOCAL", localPkg)
-	cmd := exec.Command(bin, "--anonymous", "--host", "0.0.0.0", "--port", "0", "--data-plane-port", "0")
+	cmd := exec.Command(bin, "--anonymous", "--host", "0.0.0.0", "--port", "0", "--data-plane-port", "0", "--metrics-port", "0")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "--anonymous") {

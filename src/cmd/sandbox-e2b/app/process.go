@@ -93,11 +93,20 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Process, erro
 	core, err := fleet.New(fleet.Config{
 		View: m, Token: cfg.Token, NodeTimeout: cfg.NodeTimeout, FollowRedirects: true,
 		Logger: logger.With("component", "fleet"), ClaimObserver: claims,
+		OperationObserver: metrics.NewLifecycle(registry),
 	})
 	if err != nil {
 		return nil, err
 	}
+	metrics.RegisterFleetView(registry, meshFleetView(m), nil)
 	e2bCfg := cfg.E2B
+	if b := e2bCfg.Builds; b != nil {
+		builds := *b // shared with the caller's Config: the copy gets the observer
+		builds.Observer = metrics.NewBuilds(registry)
+		e2bCfg.Builds = &builds
+	}
+	e2bCfg.Refusals = metrics.NewRefusals(registry, metrics.FrontE2B)
+	e2bCfg.Lists = metrics.NewLists(registry, metrics.FrontE2B)
 	if e2bCfg.Logger == nil {
 		e2bCfg.Logger = logger.With("component", "e2b")
 	}
@@ -138,6 +147,7 @@ func (p *Process) listen(cfg Config, m *mesh.Mesh) error {
 			Token:      cfg.Token,
 			GuestHTTP2: cfg.GuestHTTP2,
 			Logger:     p.logger.With("component", "envd-proxy"),
+			Observer:   metrics.NewDataPlane(p.registry),
 		}
 		cfg.ProxyLimits.Apply(&pcfg)
 		proxy, err := envdproxy.New(pcfg)
