@@ -1,5 +1,6 @@
 // Package chart embeds the sandbox-operator Helm chart's own files (Chart.yaml,
-// values.yaml and templates/) so its tests render the chart
+// values.yaml, templates/, and the files the monitoring templates read:
+// files/alerts.yaml and dashboards/*.json) so its tests render the chart
 // from the same bytes under `go test` and under Bazel, where the directory
 // is not on disk next to the test.
 //
@@ -23,9 +24,17 @@ import (
 // NodeInventoryCRDPath is where Helm finds the generated CRD in the chart.
 const NodeInventoryCRDPath = "crds/sandbox.cocoonstack.io_nodeinventories.yaml"
 
+// Paths, relative to the chart root, of the monitoring sources other
+// packages read: the alert rules (a template of a Prometheus rules file,
+// rendered into the PrometheusRule) and the Grafana dashboard.
+const (
+	AlertsPath    = "files/alerts.yaml"
+	DashboardPath = "dashboards/sandbox-operator.json"
+)
+
 // Files holds the chart's files at their paths relative to the chart root.
 //
-//go:embed Chart.yaml values.yaml templates/*.yaml templates/*.tpl templates/NOTES.txt
+//go:embed Chart.yaml values.yaml templates/*.yaml templates/*.tpl templates/NOTES.txt files/*.yaml dashboards/*.json
 var Files embed.FS
 
 // Load builds the chart from the embedded files exactly as Helm's loader

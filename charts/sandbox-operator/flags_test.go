@@ -50,7 +50,7 @@ func proxyFlags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sandbox-envd-proxy", pflag.ContinueOnError)
 	for _, name := range []string{
 		"bind-address", "domain", "namespace", "tls-cert-file", "tls-private-key-file",
-		"e2b-envd-secret-file",
+		"e2b-envd-secret-file", "metrics-bind-address",
 	} {
 		fs.String(name, "", "")
 	}

@@ -30,6 +30,13 @@ app.kubernetes.io/name: sandbox-envd-proxy
 app.kubernetes.io/component: envd-proxy
 {{- end }}
 
+{{/*
+metricsLabelKey marks the Services the ServiceMonitors select, its value the
+binary behind them: the app labels alone also match the e2b Service and the
+proxy's data-plane Service.
+*/}}
+{{- define "sandbox-operator.metricsLabelKey" -}}sandbox.cocoonstack.io/metrics{{- end }}
+
 {{- define "sandbox-operator.apiserverImage" -}}
 {{ .Values.apiserver.image.repository }}:{{ .Values.apiserver.image.tag | default "latest" }}
 {{- end }}
@@ -72,6 +79,7 @@ nobody supplies. templates/validate.yaml runs it on every render.
 {{- end -}}
 {{- end -}}
 {{- include "sandbox-operator.validateBuilds" . -}}
+{{- include "sandbox-operator.validateMonitoring" . -}}
 {{- if and (not .Values.certManager.enabled) (not .Values.certManager.caBundle) -}}
 {{- fail "certManager.caBundle is required when certManager.enabled is false" -}}
 {{- end -}}
@@ -116,6 +124,69 @@ rendered, so nothing is checked.
 {{- if or (lt $affinity 1) (gt $affinity 86400) -}}
 {{- fail "apiserver.e2b.builds.affinityTimeoutSeconds must be between 1 and 86400 (the Service's sessionAffinityConfig limit)" -}}
 {{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+validateMonitoring checks the monitoring values of the parts that are on, so a
+typo fails the render instead of an object prometheus-operator or Prometheus
+refuses later: a binding without the ServiceAccount's namespace, a metrics
+port the proxy's own listener already takes, and alert settings that would
+not make a rule (a duration Prometheus cannot parse, a threshold that is not
+a positive number, no severity).
+*/}}
+{{- define "sandbox-operator.validateMonitoring" -}}
+{{- $m := .Values.monitoring -}}
+{{- $sm := $m.serviceMonitor -}}
+{{- if $sm.enabled -}}
+{{- with $sm.prometheusServiceAccount -}}
+{{- if and .name (not .namespace) -}}
+{{- fail "monitoring.serviceMonitor.prometheusServiceAccount.namespace is required when its name is set" -}}
+{{- end -}}
+{{- end -}}
+{{- if $.Values.apiserver.e2b.enabled -}}
+{{- $port := $sm.envdProxyMetricsPort | int -}}
+{{- if or (lt $port 1) (gt $port 65535) -}}
+{{- fail "monitoring.serviceMonitor.envdProxyMetricsPort must be a port number between 1 and 65535" -}}
+{{- end -}}
+{{- if eq $port ($.Values.envdProxy.port | int) -}}
+{{- fail "monitoring.serviceMonitor.envdProxyMetricsPort must differ from envdProxy.port" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $rule := $m.prometheusRule -}}
+{{- if $rule.enabled -}}
+{{- if not $rule.runbookBaseURL -}}
+{{- fail "monitoring.prometheusRule.runbookBaseURL is required when monitoring.prometheusRule.enabled is true" -}}
+{{- end -}}
+{{- /* Prometheus's duration syntax, units largest first, at least one. */ -}}
+{{- $duration := "^([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$" -}}
+{{- range $name, $alert := $rule.alerts -}}
+{{- if not $alert.severity -}}
+{{- fail (printf "monitoring.prometheusRule.alerts.%s.severity is required" $name) -}}
+{{- end -}}
+{{- range $key := list "for" "window" -}}
+{{- if or (eq $key "for") (hasKey $alert $key) -}}
+{{- $v := toString (index $alert $key) -}}
+{{- if or (eq $v "") (not (regexMatch $duration $v)) -}}
+{{- fail (printf "monitoring.prometheusRule.alerts.%s.%s must be a Prometheus duration such as 5m, not %q" $name $key $v) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $key := list "p99Seconds" "maxAgeSeconds" "ratio" -}}
+{{- if hasKey $alert $key -}}
+{{- if le (index $alert $key | float64) 0.0 -}}
+{{- fail (printf "monitoring.prometheusRule.alerts.%s.%s must be a number above 0" $name $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if gt ($rule.alerts.dataPlaneErrors.ratio | float64) 1.0 -}}
+{{- fail "monitoring.prometheusRule.alerts.dataPlaneErrors.ratio is a share of requests: at most 1" -}}
+{{- end -}}
+{{- end -}}
+{{- if and $m.grafanaDashboard.enabled (not $m.grafanaDashboard.labelKey) -}}
+{{- fail "monitoring.grafanaDashboard.labelKey is required when monitoring.grafanaDashboard.enabled is true: the sidecar finds dashboards by it" -}}
 {{- end -}}
 {{- end }}
 

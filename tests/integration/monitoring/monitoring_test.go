@@ -1,0 +1,125 @@
+// Package monitoring_test checks the chart's monitoring objects outside Helm:
+//
+//   - the alert group the PrometheusRule carries is a rules file promtool
+//     accepts (`promtool check rules`), and every alert fires and stays
+//     quiet as testdata/alerts_test.yaml expects (`promtool test rules`);
+//   - a kube-apiserver with prometheus-operator's own CRDs installed
+//     (tests/testdata/prometheus-operator-crds, copied from its Go module
+//     by tools/prometheus-operator-crds.sh) accepts every monitoring object
+//     of a render with monitoring on in a server-side dry run with strict
+//     field validation, and refuses broken variants of them.
+//
+// Neither Prometheus nor prometheus-operator runs: what is proven is the
+// rules' PromQL and behaviour over given series, and the objects' schema.
+package monitoring_test
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
+)
+
+// The release the chart is rendered for, in a namespace no template could
+// hard-code.
+const (
+	releaseName      = "sandbox-operator"
+	releaseNamespace = "sandbox-monitoring-test"
+)
+
+// e2bOn turns on the e2b surface, and with it the envd proxy, whose
+// ServiceMonitor and metrics Service exist only then.
+var e2bOn = []string{
+	"apiserver.e2b.enabled=true",
+	"apiserver.e2b.domain=sandbox.example.com",
+	"apiserver.e2b.apiKeySecret.name=e2b-api-keys",
+	"apiserver.e2b.envdSecret.secretName=e2b-envd-secret",
+	"apiserver.sandboxdToken.secretName=sandboxd-token",
+}
+
+// monitoringOn turns on every monitoring object, over e2bOn.
+var monitoringOn = append(slices.Clone(e2bOn),
+	"monitoring.serviceMonitor.enabled=true",
+	"monitoring.serviceMonitor.prometheusServiceAccount.name=prometheus",
+	"monitoring.serviceMonitor.prometheusServiceAccount.namespace=monitoring",
+	"monitoring.prometheusRule.enabled=true",
+	"monitoring.grafanaDashboard.enabled=true",
+)
+
+// render renders the chart as `helm template` does with the given --set
+// expressions, with Helm's library in strict mode, from the embedded chart
+// files (the same bytes under go test and Bazel), and returns the templates'
+// objects in file order.
+func render(t *testing.T, sets ...string) []*unstructured.Unstructured {
+	t.Helper()
+	ch, err := sandboxchart.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]any{}
+	for _, s := range sets {
+		if err := strvals.ParseInto(s, vals); err != nil {
+			t.Fatalf("--set %s: %v", s, err)
+		}
+	}
+	values, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
+		Name: releaseName, Namespace: releaseNamespace, IsInstall: true,
+	}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatalf("render values: %v", err)
+	}
+	rendered, err := engine.Engine{Strict: true}.Render(ch, values)
+	if err != nil {
+		t.Fatalf("render the chart with %v: %v", sets, err)
+	}
+
+	names := make([]string, 0, len(rendered))
+	for name := range rendered {
+		if strings.HasSuffix(name, ".yaml") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var objs []*unstructured.Unstructured
+	for _, name := range names {
+		for _, doc := range releaseutil.SplitManifests(rendered[name]) {
+			m := map[string]any{}
+			if err := yaml.UnmarshalStrict([]byte(doc), &m); err != nil {
+				t.Fatalf("%s: not valid YAML: %v\n%s", name, err, doc)
+			}
+			if len(m) == 0 {
+				continue // a document of comments only
+			}
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+	return objs
+}
+
+// prometheusRuleSpec returns the spec of the render's one PrometheusRule.
+func prometheusRuleSpec(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	var specs []map[string]any
+	for _, o := range objs {
+		if o.GetKind() == "PrometheusRule" {
+			spec, _, err := unstructured.NestedMap(o.Object, "spec")
+			if err != nil {
+				t.Fatalf("PrometheusRule %s: %v", o.GetName(), err)
+			}
+			specs = append(specs, spec)
+		}
+	}
+	if len(specs) != 1 {
+		t.Fatalf("the render has %d PrometheusRules, want 1", len(specs))
+	}
+	return specs[0]
+}
