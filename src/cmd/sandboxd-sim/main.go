@@ -67,6 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd-sim: %v\n", err)
 		return exitFailure
 	}
+	// Every node is bound: a socket handed over for no node's address is
+	// closed, and said so, rather than left accepting into nothing.
+	serve.CloseUnclaimedListeners(logger)
 	for _, n := range f.Nodes() {
 		fmt.Fprintf(stdout, "NODE %s %s\n", n.Name(), n.Addr())
 	}

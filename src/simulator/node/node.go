@@ -57,6 +57,17 @@ type Node struct {
 	frozenInfo atomic.Pointer[sandboxd.Info]
 }
 
+// listen binds addr, or takes the socket bound there that the process
+// was handed at exec (serve's LISTEN_FDS convention): a node restarted in
+// a new process then serves at the address its peers and clients know,
+// without the port ever being free for someone else in between.
+func listen(addr string) (net.Listener, error) {
+	if ln, _ := serve.ClaimInheritedListener(addr); ln != nil {
+		return ln, nil
+	}
+	return net.Listen("tcp", addr)
+}
+
 // Start builds a node, binds its listener and serves until Close or ctx
 // ends.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
@@ -64,7 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", n.cfg.ListenAddr)
+	ln, err := listen(n.cfg.ListenAddr)
 	if err != nil {
 		n.cleanupScratch()
 		return nil, fmt.Errorf("node %s: listen on %s: %w", n.cfg.Name, n.cfg.ListenAddr, err)
