@@ -79,6 +79,9 @@ type KubeE2BConfig struct {
 	TokenFile, EnvdSecretFile, APIKeyFile, AliasFile string
 	// Args are more sandbox-apiserver flags, Env more of its environment.
 	Args, Env []string
+	// ProxyMetrics gives sandbox-envd-proxy a metrics listener
+	// (KubeE2B.ProxyMetricsAddr).
+	ProxyMetrics bool
 }
 
 // KubeE2B is a running Kubernetes front.
@@ -86,7 +89,10 @@ type KubeE2B struct {
 	// APIAddr is the e2b REST surface (E2B_API_URL), ProxyAddr the data
 	// plane (E2B_SANDBOX_URL).
 	APIAddr, ProxyAddr string
-	APIServer, Proxy   *testbin.Process
+	// SecureAddr is the aggregated API's own address (its /metrics);
+	// ProxyMetricsAddr the proxy's metrics listener, with ProxyMetrics.
+	SecureAddr, ProxyMetricsAddr string
+	APIServer, Proxy             *testbin.Process
 }
 
 // StartKubeE2B registers sandbox-apiserver's APIService with c, starts it
@@ -111,7 +117,7 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 	host, port, _ := net.SplitHostPort(secureListener.Addr().String())
 	apiListener, apiAddr := Listen(t)
 	proxyListener, proxyAddr := Listen(t)
-	k := &KubeE2B{APIAddr: apiAddr, ProxyAddr: proxyAddr}
+	k := &KubeE2B{APIAddr: apiAddr, ProxyAddr: proxyAddr, SecureAddr: secureListener.Addr().String()}
 	kubeconfig := c.Kubeconfig()
 	k.APIServer = StartProcess(t, "sandbox-apiserver", cfg.APIServer, cfg.Dir, append([]string{
 		"--bind-address=" + host,
@@ -131,14 +137,22 @@ func StartKubeE2B(t testing.TB, ctx context.Context, c *cluster.Cluster, cfg Kub
 		"--e2b-template-alias-file=" + cfg.AliasFile,
 		"--e2b-envd-secret-file=" + cfg.EnvdSecretFile,
 	}, cfg.Args...), cfg.Env, secureListener, apiListener)
-	k.Proxy = StartProcess(t, "sandbox-envd-proxy", cfg.EnvdProxy, cfg.Dir, []string{
+	proxyArgs := []string{
 		"--bind-address=" + k.ProxyAddr,
 		"--domain=" + cfg.Domain,
 		"--namespace=",
 		"--kubeconfig=" + kubeconfig,
 		"--e2b-envd-secret-file=" + cfg.EnvdSecretFile,
 		"--sandboxd-token-file=" + cfg.TokenFile,
-	}, nil, proxyListener)
+	}
+	proxyListeners := []*net.TCPListener{proxyListener}
+	if cfg.ProxyMetrics {
+		var metricsListener *net.TCPListener
+		metricsListener, k.ProxyMetricsAddr = Listen(t)
+		proxyArgs = append(proxyArgs, "--metrics-bind-address="+k.ProxyMetricsAddr)
+		proxyListeners = append(proxyListeners, metricsListener)
+	}
+	k.Proxy = StartProcess(t, "sandbox-envd-proxy", cfg.EnvdProxy, cfg.Dir, proxyArgs, nil, proxyListeners...)
 	if err := c.WaitAPIServiceAvailable(ctx, cluster.APIServiceName(KubeAPIGroup, KubeAPIVersion)); err != nil {
 		t.Fatalf("%v\n%s", err, k.APIServer.LogTail(60))
 	}

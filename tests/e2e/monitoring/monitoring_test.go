@@ -4,7 +4,9 @@
 // /metrics, while a workload goes through the e2b API and the data plane;
 // every panel of the chart's dashboard must then return data, and the
 // chart's alert rules, loaded into that Prometheus, must fire when a node
-// is killed and resolve once it is back and its pool has refilled.
+// is killed and resolve once it is back and its pool has refilled. The
+// same dashboard is then filled from the Kubernetes front behind a real
+// kube-apiserver (kube_test.go), where every panel must have data.
 package monitoring_test
 
 import (
@@ -163,7 +165,7 @@ func (s *system) build(t *testing.T, ctx context.Context) {
 // panel of the chart's dashboard returns data from a real Prometheus,
 // except the panels of what only the Kubernetes install runs (the
 // warm-pool driver, name holds, the APIService), which this system does
-// not have.
+// not have: TestKubernetesPanelsHaveData checks those.
 func TestDashboardPanelsHaveData(t *testing.T) {
 	s := startSystem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

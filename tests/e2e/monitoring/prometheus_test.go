@@ -38,10 +38,14 @@ rule_files:
 scrape_configs:
 %s`
 
-// scrapeJob is one static target: its job name and metrics URL. bearer,
-// when set, is sent as the scrape's Authorization (sandboxd's root token).
+// scrapeJob is one static target: its job name and metrics URL (http or
+// https). bearer, when set, is sent as the scrape's Authorization
+// (sandboxd's root token, a Kubernetes user's token); caFile, when set,
+// verifies an https target's certificate, and insecure skips that (a test
+// server whose certificate names a Service, not the loopback address).
 type scrapeJob struct {
-	name, metricsURL, bearer string
+	name, metricsURL, bearer, caFile string
+	insecure                         bool
 }
 
 // startPrometheus runs Prometheus over jobs and rules (rule file paths),
@@ -66,7 +70,13 @@ func startPrometheus(t *testing.T, dir string, jobs []scrapeJob, rules []string)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&jobLines, "  - job_name: %q\n    metrics_path: %q\n    static_configs:\n      - targets: [%q]\n", j.name, u.Path, u.Host)
+		fmt.Fprintf(&jobLines, "  - job_name: %q\n    scheme: %s\n    metrics_path: %q\n    static_configs:\n      - targets: [%q]\n", j.name, u.Scheme, u.Path, u.Host)
+		if j.caFile != "" || j.insecure {
+			fmt.Fprintf(&jobLines, "    tls_config:\n      insecure_skip_verify: %t\n", j.insecure)
+			if j.caFile != "" {
+				fmt.Fprintf(&jobLines, "      ca_file: %q\n", j.caFile)
+			}
+		}
 		if j.bearer != "" {
 			tokenFile := filepath.Join(dir, j.name+".token")
 			if err := os.WriteFile(tokenFile, []byte(j.bearer), 0o600); err != nil {
