@@ -39,6 +39,10 @@
 //
 // InstallCRDs creates CRDs from YAML manifests and waits until they are
 // Established, e.g. c.InstallCRDs(ctx, crds.NodeInventoryYAML).
+// DryRunCreate submits an object with dryRun=All and strict field
+// validation, waiting for discovery to serve its kind, to check it against
+// the schema without storing it; ServedRESTMapping and Resource wait the
+// same way.
 //
 // # Aggregated APIs
 //

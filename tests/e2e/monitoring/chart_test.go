@@ -8,13 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
+	"github.com/cocoonstack/sandbox-operator/tests/chartrender"
 )
+
+// releaseNamespace is the namespace the chart is rendered for; only the
+// PrometheusRule's spec is used, so any name does.
+const releaseNamespace = "monitoring-test"
 
 // alertOverrides shorten the chart's alert durations to what a test can
 // wait for; the expressions are the chart's own.
@@ -27,48 +30,23 @@ var alertOverrides = map[string]any{
 // into dir; it returns the file's path.
 func renderAlertRules(t *testing.T, dir string) string {
 	t.Helper()
-	ch, err := sandboxchart.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	values, err := chartutil.ToRenderValues(ch, map[string]any{
+	objs := chartrender.Render(t, releaseNamespace, map[string]any{
 		"monitoring": map[string]any{"prometheusRule": map[string]any{"enabled": true, "alerts": alertOverrides}},
-	}, chartutil.ReleaseOptions{Name: "sandbox-operator", Namespace: "monitoring-test", IsInstall: true}, chartutil.DefaultCapabilities)
+	})
+	rule := chartrender.Find(t, objs, "PrometheusRule")
+	spec, _, err := unstructured.NestedMap(rule.Object, "spec")
+	if err != nil {
+		t.Fatalf("PrometheusRule %s: %v", rule.GetName(), err)
+	}
+	rules, err := yaml.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered, err := engine.Engine{Strict: true}.Render(ch, values)
-	if err != nil {
-		t.Fatalf("render the chart: %v", err)
+	path := filepath.Join(dir, "sandbox-operator-rules.yaml")
+	if err := os.WriteFile(path, rules, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for name, body := range rendered {
-		if !strings.HasSuffix(name, ".yaml") {
-			continue
-		}
-		for _, doc := range releaseutil.SplitManifests(body) {
-			var obj struct {
-				Kind string         `json:"kind"`
-				Spec map[string]any `json:"spec"`
-			}
-			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if obj.Kind != "PrometheusRule" {
-				continue
-			}
-			rules, err := yaml.Marshal(obj.Spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, "sandbox-operator-rules.yaml")
-			if err := os.WriteFile(path, rules, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return path
-		}
-	}
-	t.Fatal("the chart rendered no PrometheusRule with monitoring.prometheusRule.enabled")
-	return ""
+	return path
 }
 
 // panel is one query of one dashboard panel.

@@ -16,36 +16,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
-	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
+	"github.com/cocoonstack/sandbox-operator/tests/chartrender"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	certmanagercrds "github.com/cocoonstack/sandbox-operator/tests/testdata/cert-manager-crds"
 )
 
-// The release the chart is rendered for. The namespace is one no template
-// could hard-code, so an object landing elsewhere shows.
-const (
-	releaseName      = "sandbox-operator"
-	releaseNamespace = "sandbox-certmanager-test"
-)
+// releaseNamespace is the namespace the chart is rendered for: one no
+// template could hard-code, so an object landing elsewhere shows.
+const releaseNamespace = "sandbox-certmanager-test"
 
 // certManagerGroup is the API group of the objects under test.
 const certManagerGroup = "cert-manager.io"
@@ -55,7 +43,7 @@ const certManagerGroup = "cert-manager.io"
 const testTimeout = 2 * time.Minute
 
 func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
-	objs := certManagerObjects(t, renderDefault(t))
+	objs := certManagerObjects(t, chartrender.Render(t, releaseNamespace, nil))
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
@@ -87,22 +75,22 @@ func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
 	if _, err := c.Clientset().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", releaseNamespace, err)
 	}
-	api := &server{
-		dynamic: c.Dynamic(),
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Clientset().Discovery())),
-	}
 
 	for _, o := range objs {
 		t.Run("Accepts/"+o.GetKind()+"/"+o.GetName(), func(t *testing.T) {
-			res := api.resource(t, o)
-			got, err := dryRunCreate(ctx, res, o)
+			requireNamespaced(ctx, t, c, o)
+			got, err := c.DryRunCreate(ctx, o)
 			if err != nil {
-				t.Fatalf("server-side dry run of %s %s/%s refused:\n%v\n%s", o.GetKind(), o.GetNamespace(), o.GetName(), err, toYAML(o))
+				t.Fatalf("server-side dry run of %s %s/%s refused:\n%v\n%s", o.GetKind(), o.GetNamespace(), o.GetName(), err, chartrender.YAML(o))
 			}
 			if got.GetName() != o.GetName() || got.GetNamespace() != o.GetNamespace() {
 				t.Errorf("dry run answered %s/%s, want %s/%s", got.GetNamespace(), got.GetName(), o.GetNamespace(), o.GetName())
 			}
 			// A dry run persists nothing.
+			res, err := c.Resource(ctx, o.GroupVersionKind(), o.GetNamespace())
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := res.Get(ctx, o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("get %s %s after the dry run: %v, want NotFound", o.GetKind(), o.GetName(), err)
 			}
@@ -158,13 +146,14 @@ func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
 		},
 	} {
 		t.Run("Refuses/"+tc.kind+"/"+tc.name, func(t *testing.T) {
-			o := firstOfKind(t, objs, tc.kind).DeepCopy()
+			o := chartrender.Find(t, objs, tc.kind).DeepCopy()
 			if err := tc.breaks(o); err != nil {
 				t.Fatalf("breaking %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
-			_, err := dryRunCreate(ctx, api.resource(t, o), o)
+			requireNamespaced(ctx, t, c, o)
+			_, err := c.DryRunCreate(ctx, o)
 			if err == nil {
-				t.Fatalf("server accepted the broken %s %s:\n%s", o.GetKind(), o.GetName(), toYAML(o))
+				t.Fatalf("server accepted the broken %s %s:\n%s", o.GetKind(), o.GetName(), chartrender.YAML(o))
 			}
 			t.Logf("refused: %v", err)
 			if !tc.refused(err) || !strings.Contains(err.Error(), tc.mentions) {
@@ -173,50 +162,6 @@ func TestDefaultRenderCertManagerObjectsAccepted(t *testing.T) {
 			}
 		})
 	}
-}
-
-// renderDefault renders the chart with its default values, as
-// `helm template` does, with Helm's library in strict mode, from the
-// embedded chart files (the same bytes under go test and Bazel). It returns
-// every object of the templates; the chart's CRDs are not needed here.
-func renderDefault(t *testing.T) []*unstructured.Unstructured {
-	t.Helper()
-	ch, err := sandboxchart.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	values, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{
-		Name: releaseName, Namespace: releaseNamespace, IsInstall: true,
-	}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatalf("render values: %v", err)
-	}
-	rendered, err := engine.Engine{Strict: true}.Render(ch, values)
-	if err != nil {
-		t.Fatalf("render the chart with default values: %v", err)
-	}
-
-	names := make([]string, 0, len(rendered))
-	for name := range rendered {
-		if strings.HasSuffix(name, ".yaml") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	var objs []*unstructured.Unstructured
-	for _, name := range names {
-		for _, doc := range releaseutil.SplitManifests(rendered[name]) {
-			m := map[string]any{}
-			if err := yaml.UnmarshalStrict([]byte(doc), &m); err != nil {
-				t.Fatalf("%s: not valid YAML: %v\n%s", name, err, doc)
-			}
-			if len(m) == 0 {
-				continue // a document of comments only
-			}
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
-	}
-	return objs
 }
 
 // certManagerObjects keeps the objects of the cert-manager.io group.
@@ -231,57 +176,19 @@ func certManagerObjects(t *testing.T, objs []*unstructured.Unstructured) []*unst
 	return out
 }
 
-func firstOfKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
-	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			return o
-		}
-	}
-	t.Fatalf("the render has no %s", kind)
-	return nil
-}
-
-// server maps rendered objects to the resources the API server serves.
-type server struct {
-	dynamic dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
-}
-
-// resource returns the client for o's resource in o's namespace. It fails
-// the test when the server does not serve o's kind (no CRD installed for
-// it, or a version the CRD lacks), retrying until poll.Timeout in case
-// discovery lags behind a CRD that was just established.
-func (s *server) resource(t *testing.T, o *unstructured.Unstructured) dynamic.ResourceInterface {
+// requireNamespaced fails the test unless the server serves o's kind, as
+// a namespaced resource: every cert-manager object of the render is meant
+// to live in the release namespace.
+func requireNamespaced(ctx context.Context, t *testing.T, c *cluster.Cluster, o *unstructured.Unstructured) {
 	t.Helper()
 	gvk := o.GroupVersionKind()
-	var mapping *meta.RESTMapping
-	poll.UntilNil(t, fmt.Sprintf("the API server to serve %s (is its CRD in tests/testdata/cert-manager-crds?)", gvk), func() error {
-		var err error
-		mapping, err = s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			s.mapper.Reset()
-			return err
-		}
-		if err != nil {
-			t.Fatalf("the API server serves no %s: %v", gvk, err)
-		}
-		return nil
-	})
+	mapping, err := c.ServedRESTMapping(ctx, gvk)
+	if err != nil {
+		t.Fatalf("the API server serves no %s (is its CRD in tests/testdata/cert-manager-crds?): %v", gvk, err)
+	}
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		t.Fatalf("%s is not namespaced on the server", gvk)
 	}
-	return s.dynamic.Resource(mapping.Resource).Namespace(o.GetNamespace())
-}
-
-// dryRunCreate creates o with dryRun=All and strict field validation: the
-// server decodes, defaults, validates against the CRD schema and runs
-// admission, and stores nothing.
-func dryRunCreate(ctx context.Context, res dynamic.ResourceInterface, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return res.Create(ctx, o, metav1.CreateOptions{
-		DryRun:          []string{metav1.DryRunAll},
-		FieldValidation: metav1.FieldValidationStrict,
-	})
 }
 
 // set returns a change that puts value at the field path.
@@ -300,12 +207,4 @@ func remove(path ...string) func(*unstructured.Unstructured) error {
 		unstructured.RemoveNestedField(o.Object, path...)
 		return nil
 	}
-}
-
-func toYAML(o *unstructured.Unstructured) string {
-	b, err := yaml.Marshal(o.Object)
-	if err != nil {
-		return fmt.Sprintf("(unprintable: %v)", err)
-	}
-	return string(b)
 }

@@ -13,12 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
-	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
+	"github.com/cocoonstack/sandbox-operator/tests/chartrender"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	prometheusoperatorcrds "github.com/cocoonstack/sandbox-operator/tests/testdata/prometheus-operator-crds"
 )
@@ -63,22 +59,22 @@ func TestMonitoringObjectsAccepted(t *testing.T) {
 	if _, err := c.Clientset().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", releaseNamespace, err)
 	}
-	api := &server{
-		dynamic: c.Dynamic(),
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Clientset().Discovery())),
-	}
 
 	for _, o := range objs {
 		t.Run("Accepts/"+o.GetKind()+"/"+o.GetName(), func(t *testing.T) {
-			res := api.resource(t, o)
-			got, err := dryRunCreate(ctx, res, o)
+			requireServed(ctx, t, c, o)
+			got, err := c.DryRunCreate(ctx, o)
 			if err != nil {
-				t.Fatalf("server-side dry run of %s %s/%s refused:\n%v\n%s", o.GetKind(), o.GetNamespace(), o.GetName(), err, toYAML(o))
+				t.Fatalf("server-side dry run of %s %s/%s refused:\n%v\n%s", o.GetKind(), o.GetNamespace(), o.GetName(), err, chartrender.YAML(o))
 			}
 			if got.GetName() != o.GetName() || got.GetNamespace() != o.GetNamespace() {
 				t.Errorf("dry run answered %s/%s, want %s/%s", got.GetNamespace(), got.GetName(), o.GetNamespace(), o.GetName())
 			}
 			// A dry run stores nothing.
+			res, err := c.Resource(ctx, o.GroupVersionKind(), o.GetNamespace())
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := res.Get(ctx, o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("get %s %s after the dry run: %v, want NotFound", o.GetKind(), o.GetName(), err)
 			}
@@ -147,13 +143,14 @@ func TestMonitoringObjectsAccepted(t *testing.T) {
 		},
 	} {
 		t.Run("Refuses/"+tc.kind+"/"+tc.name, func(t *testing.T) {
-			o := firstOfKind(t, objs, tc.kind).DeepCopy()
+			o := chartrender.Find(t, objs, tc.kind).DeepCopy()
 			if err := tc.breaks(o); err != nil {
 				t.Fatalf("breaking %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
-			_, err := dryRunCreate(ctx, api.resource(t, o), o)
+			requireServed(ctx, t, c, o)
+			_, err := c.DryRunCreate(ctx, o)
 			if err == nil {
-				t.Fatalf("server accepted the broken %s %s:\n%s", o.GetKind(), o.GetName(), toYAML(o))
+				t.Fatalf("server accepted the broken %s %s:\n%s", o.GetKind(), o.GetName(), chartrender.YAML(o))
 			}
 			t.Logf("refused: %v", err)
 			if !tc.refused(err) || !strings.Contains(err.Error(), tc.mentions) {
@@ -173,11 +170,11 @@ func monitoringObjects(t *testing.T) []*unstructured.Unstructured {
 		return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
 	}
 	base := map[string]bool{}
-	for _, o := range render(t, e2bOn...) {
+	for _, o := range chartrender.RenderSets(t, releaseNamespace, e2bOn...) {
 		base[key(o)] = true
 	}
 	var out []*unstructured.Unstructured
-	for _, o := range render(t, monitoringOn...) {
+	for _, o := range chartrender.RenderSets(t, releaseNamespace, monitoringOn...) {
 		if base[key(o)] {
 			continue
 		}
@@ -189,60 +186,19 @@ func monitoringObjects(t *testing.T) []*unstructured.Unstructured {
 	return out
 }
 
-func firstOfKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
-	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			return o
-		}
-	}
-	t.Fatalf("the render has no %s", kind)
-	return nil
-}
-
-// server maps rendered objects to the resources the API server serves.
-type server struct {
-	dynamic dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
-}
-
-// resource returns the client for o's resource, in o's namespace when it is
-// namespaced. It fails the test when the server does not serve o's kind,
-// retrying until poll.Timeout in case discovery lags behind a CRD that was
-// just established.
-func (s *server) resource(t *testing.T, o *unstructured.Unstructured) dynamic.ResourceInterface {
+// requireServed fails the test unless the server serves o's kind, and, for
+// a prometheus-operator kind, serves it namespaced: the render puts those
+// objects in the release namespace.
+func requireServed(ctx context.Context, t *testing.T, c *cluster.Cluster, o *unstructured.Unstructured) {
 	t.Helper()
 	gvk := o.GroupVersionKind()
-	var mapping *meta.RESTMapping
-	poll.UntilNil(t, fmt.Sprintf("the API server to serve %s (is its CRD in tests/testdata/prometheus-operator-crds?)", gvk), func() error {
-		var err error
-		mapping, err = s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			s.mapper.Reset()
-			return err
-		}
-		if err != nil {
-			t.Fatalf("the API server serves no %s: %v", gvk, err)
-		}
-		return nil
-	})
+	mapping, err := c.ServedRESTMapping(ctx, gvk)
+	if err != nil {
+		t.Fatalf("the API server serves no %s (is its CRD in tests/testdata/prometheus-operator-crds?): %v", gvk, err)
+	}
 	if gvk.Group == monitoringGroup && mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		t.Fatalf("%s is not namespaced on the server", gvk)
 	}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		return s.dynamic.Resource(mapping.Resource).Namespace(o.GetNamespace())
-	}
-	return s.dynamic.Resource(mapping.Resource)
-}
-
-// dryRunCreate creates o with dryRun=All and strict field validation: the
-// server decodes, defaults, validates against the schema and runs admission,
-// and stores nothing.
-func dryRunCreate(ctx context.Context, res dynamic.ResourceInterface, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return res.Create(ctx, o, metav1.CreateOptions{
-		DryRun:          []string{metav1.DryRunAll},
-		FieldValidation: metav1.FieldValidationStrict,
-	})
 }
 
 // setEndpoint returns a change that sets a field of the first endpoint of a
@@ -325,12 +281,4 @@ func remove(path ...string) func(*unstructured.Unstructured) error {
 		unstructured.RemoveNestedField(o.Object, path...)
 		return nil
 	}
-}
-
-func toYAML(o *unstructured.Unstructured) string {
-	b, err := yaml.Marshal(o.Object)
-	if err != nil {
-		return fmt.Sprintf("(unprintable: %v)", err)
-	}
-	return string(b)
 }

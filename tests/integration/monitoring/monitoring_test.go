@@ -15,26 +15,14 @@ package monitoring_test
 
 import (
 	"slices"
-	"sort"
-	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
-	"helm.sh/helm/v3/pkg/strvals"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
-
-	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
 )
 
-// The release the chart is rendered for, in a namespace no template could
-// hard-code.
-const (
-	releaseName      = "sandbox-operator"
-	releaseNamespace = "sandbox-monitoring-test"
-)
+// releaseNamespace is the namespace the chart is rendered for (with
+// tests/chartrender), one no template could hard-code.
+const releaseNamespace = "sandbox-monitoring-test"
 
 // e2bOn turns on the e2b surface, and with it the envd proxy, whose
 // ServiceMonitor and metrics Service exist only then.
@@ -54,56 +42,6 @@ var monitoringOn = append(slices.Clone(e2bOn),
 	"monitoring.prometheusRule.enabled=true",
 	"monitoring.grafanaDashboard.enabled=true",
 )
-
-// render renders the chart as `helm template` does with the given --set
-// expressions, with Helm's library in strict mode, from the embedded chart
-// files (the same bytes under go test and Bazel), and returns the templates'
-// objects in file order.
-func render(t *testing.T, sets ...string) []*unstructured.Unstructured {
-	t.Helper()
-	ch, err := sandboxchart.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals := map[string]any{}
-	for _, s := range sets {
-		if err := strvals.ParseInto(s, vals); err != nil {
-			t.Fatalf("--set %s: %v", s, err)
-		}
-	}
-	values, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
-		Name: releaseName, Namespace: releaseNamespace, IsInstall: true,
-	}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatalf("render values: %v", err)
-	}
-	rendered, err := engine.Engine{Strict: true}.Render(ch, values)
-	if err != nil {
-		t.Fatalf("render the chart with %v: %v", sets, err)
-	}
-
-	names := make([]string, 0, len(rendered))
-	for name := range rendered {
-		if strings.HasSuffix(name, ".yaml") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	var objs []*unstructured.Unstructured
-	for _, name := range names {
-		for _, doc := range releaseutil.SplitManifests(rendered[name]) {
-			m := map[string]any{}
-			if err := yaml.UnmarshalStrict([]byte(doc), &m); err != nil {
-				t.Fatalf("%s: not valid YAML: %v\n%s", name, err, doc)
-			}
-			if len(m) == 0 {
-				continue // a document of comments only
-			}
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
-	}
-	return objs
-}
 
 // prometheusRuleSpec returns the spec of the render's one PrometheusRule.
 func prometheusRuleSpec(t *testing.T, objs []*unstructured.Unstructured) map[string]any {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/cocoonstack/sandbox-operator/tests/chartrender"
 )
 
 // alertTests are the promtool unit tests of the alert group, written against
@@ -66,7 +68,7 @@ func runPromtool(t *testing.T, dir string, args ...string) string {
 // unit tests into a fresh directory, which it returns.
 func writeRulesFile(t *testing.T, sets ...string) (dir string, rules []byte) {
 	t.Helper()
-	spec := prometheusRuleSpec(t, render(t, append([]string{"monitoring.prometheusRule.enabled=true"}, sets...)...))
+	spec := prometheusRuleSpec(t, chartrender.RenderSets(t, releaseNamespace, append([]string{"monitoring.prometheusRule.enabled=true"}, sets...)...))
 	if len(spec) != 1 || spec["groups"] == nil {
 		t.Fatalf("PrometheusRule spec has fields %v, want only groups: a rules file is exactly that", mapKeys(spec))
 	}

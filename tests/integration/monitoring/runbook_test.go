@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cocoonstack/sandbox-operator/tests/chartrender"
 )
 
 // defaultRunbookBase is monitoring.prometheusRule.runbookBaseURL's default.
@@ -34,7 +36,7 @@ func operationsDoc(t *testing.T) string {
 // heading is the alert's name (GitHub's anchor for it is the name in lower
 // case).
 func TestRunbooksExist(t *testing.T) {
-	spec := prometheusRuleSpec(t, render(t, "monitoring.prometheusRule.enabled=true"))
+	spec := prometheusRuleSpec(t, chartrender.RenderSets(t, releaseNamespace, "monitoring.prometheusRule.enabled=true"))
 	groups, _, _ := unstructured.NestedSlice(spec, "groups")
 	doc := operationsDoc(t)
 	_, alertsSection, found := strings.Cut(doc, "\n## Alerts\n")
