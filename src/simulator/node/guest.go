@@ -175,6 +175,10 @@ func (g *guestSet) attach(m *isolate.Sandbox, control int) {
 	g.machine, g.control, g.handedOver = m, control, make(chan struct{})
 }
 
+// guestDialTimeout bounds one connection to a guest port once the guest
+// is there to take it.
+const guestDialTimeout = 5 * time.Second
+
 // dial connects to the guest service on port: inside the machine, or the
 // in-process service (started if needed).
 func (g *guestSet) dial(ctx context.Context, port int, info SandboxInfo) (net.Conn, error) {
@@ -182,8 +186,11 @@ func (g *guestSet) dial(ctx context.Context, port int, info SandboxInfo) (net.Co
 		if port == g.control {
 			return nil, errNoGuestService
 		}
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
+		// The hand-over ends by itself within deliverTimeout (taken, or
+		// failed and the sandbox released), so the wait needs no bound of
+		// its own beyond the caller's: a shorter one turned a claim whose
+		// machine was slow to take it on a loaded host into "guest
+		// unreachable" while the hand-over was still going to succeed.
 		select {
 		case <-g.handedOver:
 		case <-ctx.Done():
@@ -192,13 +199,15 @@ func (g *guestSet) dial(ctx context.Context, port int, info SandboxInfo) (net.Co
 		if g.handOverErr != nil {
 			return nil, g.handOverErr
 		}
+		ctx, cancel := context.WithTimeout(ctx, guestDialTimeout)
+		defer cancel()
 		return g.machine.Dial(ctx, port)
 	}
 	addr, err := g.ensure(port, info)
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: 5 * time.Second}
+	d := net.Dialer{Timeout: guestDialTimeout}
 	return d.DialContext(ctx, "tcp", addr)
 }
 
