@@ -3,7 +3,9 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,7 +30,26 @@ func startCodeInterpreterNode(t *testing.T, c *cluster.Cluster, token, envdSecre
 		_ = iso.Close()
 		t.Fatalf("the code-interpreter layer is missing (tools/bazel provisions it): %v", iso.CodeInterpreterErr)
 	}
+	// The node's log goes to a file shown when the test fails: its machines
+	// are where a code-interpreter failure starts.
+	logPath := filepath.Join(scratch+"-log", "sim-ci-node.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("code-interpreter node log (warnings and errors):\n%s", b)
+			}
+		}
+	})
 	f, err := simfleet.Start(context.Background(), simfleet.Config{
+		Logger:           slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Nodes:            1,
 		NamePrefix:       "sim-ci-node-",
 		RootToken:        token,
