@@ -4,7 +4,8 @@
 // or bounded, and the sandbox that made it keeps working.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync, statfsSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { tmpdir } from 'node:os'
 import { Sandbox } from 'e2b'
@@ -97,16 +98,22 @@ print('forked', len(pids), err)
 
 test('a 2 GB write stops at the disk bound; full tmpfs mounts get ENOSPC, not death', async () => {
   const sbx = await Sandbox.create()
-  const free = () => { const s = statfsSync(tmpdir()); return s.bavail * s.bsize }
-  const before = free()
+  // What the host holds for this sandbox's disk, measured on its own image
+  // rather than as the host's free space, which every other process on a
+  // busy machine (a parallel run of this suite) moves too.
+  const image = diskImageOf(sbx.sandboxId)
+  const before = allocated(image)
   try {
     const size = await run(sbx, 'df -m --output=size /home/user | tail -1')
     assert.ok(Number(size) <= 2048, `the disk is ${size} MiB`)
     const big = await run(sbx, 'dd if=/dev/zero of=big bs=1M count=2100 2>&1; echo exit=$?')
     assert.match(big, /No space left on device/)
     assert.match(big, /exit=1/)
-    // The host lost at most the bound (and a margin for its own writes).
-    assert.ok(before - free() < 2.3 * 2 ** 30, `the host's free disk fell by ${(before - free()) / 2 ** 20} MiB`)
+    // The writes landed in the bounded image (not somewhere else on the
+    // host), and the host holds at most the bound for them (and a margin
+    // for the filesystem's own blocks).
+    const grew = allocated(image) - before
+    assert.ok(grew > 1.5 * 2 ** 30 && grew < 2.3 * 2 ** 30, `the sandbox's disk image on the host grew by ${grew / 2 ** 20} MiB`)
     await sbx.commands.run('rm big')
     for (const dir of ['/tmp', '/dev/shm']) {
       const out = await run(sbx, `dd if=/dev/zero of=${dir}/fill bs=1M count=2000 2>&1; echo exit=$?`)
@@ -120,6 +127,29 @@ test('a 2 GB write stops at the disk bound; full tmpfs mounts get ENOSPC, not de
     await sbx.kill()
   }
 })
+
+// diskImageOf finds the host file behind a sandbox's disk: the sparse
+// image disk.img in its machine's directory under the local system's state
+// directory (machines-* in TMPDIR, which the harness gives the local system
+// and this suite alike), named by the node sandbox id whose hex part the
+// e2b id shares.
+function diskImageOf(sandboxId) {
+  const hex = sandboxId.split(/[-_]/).pop()
+  const found = []
+  for (const state of readdirSync(tmpdir()).filter((n) => n.startsWith('machines-'))) {
+    for (const machine of readdirSync(path.join(tmpdir(), state)).filter((n) => n.includes(hex))) {
+      const image = path.join(tmpdir(), state, machine, 'disk.img')
+      if (existsSync(image)) found.push(image)
+    }
+  }
+  assert.equal(found.length, 1, `disk images of ${sandboxId} under ${tmpdir()}: ${found.join(', ') || 'none'}`)
+  return found[0]
+}
+
+// allocated is the bytes the host's filesystem holds for a (sparse) file.
+function allocated(file) {
+  return statSync(file).blocks * 512
+}
 
 // initOf finds the host pid of the sandbox's machine init (its argv[0] is
 // isolate-init:<node sandbox id>, whose hex part the e2b id shares).
