@@ -7,6 +7,12 @@ type SizeTier struct {
 	// DiskMiB bounds what the sandbox may write to its disk (its root
 	// filesystem's writable layer); 0 means unbounded.
 	DiskMiB int
+	// DiskBytesPerSec and DiskIOPS are the disk's rate limit, reads and
+	// writes each, as a VM's disk rate limiter sets it; 0 means none.
+	// They scale with the CPUs, so a tier's share of the host's disk
+	// grows with its share of the host.
+	DiskBytesPerSec int64
+	DiskIOPS        int
 }
 
 // MemoryBytes is the tier's memory in bytes.
@@ -15,11 +21,18 @@ func (t SizeTier) MemoryBytes() int64 { return int64(t.MemoryMiB) << 20 }
 // sizeTiers are the size names sandboxd accepts by default; a pool key
 // naming any other size is refused by the node.
 var sizeTiers = map[string]SizeTier{
-	"small":  {CPUCount: 1, MemoryMiB: 1024, DiskMiB: 2048},
-	"medium": {CPUCount: 2, MemoryMiB: 2048, DiskMiB: 4096},
-	"large":  {CPUCount: 4, MemoryMiB: 8192, DiskMiB: 16384},
-	"xlarge": {CPUCount: 8, MemoryMiB: 16384, DiskMiB: 32768},
+	"small":  {CPUCount: 1, MemoryMiB: 1024, DiskMiB: 2048, DiskBytesPerSec: 1 * diskBytesPerSecPerCPU, DiskIOPS: 1 * diskIOPSPerCPU},
+	"medium": {CPUCount: 2, MemoryMiB: 2048, DiskMiB: 4096, DiskBytesPerSec: 2 * diskBytesPerSecPerCPU, DiskIOPS: 2 * diskIOPSPerCPU},
+	"large":  {CPUCount: 4, MemoryMiB: 8192, DiskMiB: 16384, DiskBytesPerSec: 4 * diskBytesPerSecPerCPU, DiskIOPS: 4 * diskIOPSPerCPU},
+	"xlarge": {CPUCount: 8, MemoryMiB: 16384, DiskMiB: 32768, DiskBytesPerSec: 8 * diskBytesPerSecPerCPU, DiskIOPS: 8 * diskIOPSPerCPU},
 }
+
+// diskBytesPerSecPerCPU and diskIOPSPerCPU are each tier's disk rate per
+// CPU: 64 MiB/s and 1 000 operations a second for the small tier.
+const (
+	diskBytesPerSecPerCPU = 64 << 20
+	diskIOPSPerCPU        = 1000
+)
 
 // SizeTiers returns a copy of the default size tiers by name.
 func SizeTiers() map[string]SizeTier {

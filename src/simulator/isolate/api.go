@@ -55,6 +55,15 @@ type Spec struct {
 	// the cgroup limits). 0 means no bound: the layer is a directory on
 	// the state directory's filesystem.
 	DiskMiB int
+	// DiskBytesPerSec and DiskIOPS throttle the bounded disk (DiskMiB),
+	// reads and writes each at that rate, the way a VM's disk has a rate
+	// limiter. They take the blkio (v1) or io (v2) controller. On cgroup
+	// v1 the kernel charges only the I/O the sandbox's tasks submit
+	// (reads, O_DIRECT writes, writes it syncs); buffered writes it
+	// leaves to the kernel's flusher escape the limit there. 0 means no
+	// limit; without a bounded disk they are not applied.
+	DiskBytesPerSec int64
+	DiskIOPS        int
 	// MaxPIDs caps the tasks (processes and threads) the sandbox may have
 	// at once (the pids controller), so a fork bomb inside gets EAGAIN
 	// instead of using up the host's PIDs. 0 means PIDsPerCPU for each CPU

@@ -6,18 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
 
 // cgroups finds the hierarchies once per Runtime. On cgroup v2 (a unified
 // hierarchy at /sys/fs/cgroup) everything is one directory per sandbox; on
-// v1 each controller we use (freezer, memory, cpu, pids) has its own hierarchy,
+// v1 each controller we use (freezer, memory, cpu, pids, blkio) has its own hierarchy,
 // and a sandbox gets a directory in each one that is mounted.
 type cgroups struct {
 	v2     bool
@@ -28,11 +32,11 @@ type cgroups struct {
 }
 
 // v1Controllers are the v1 hierarchies a sandbox joins.
-var v1Controllers = []string{"freezer", "memory", "cpu", "pids"}
+var v1Controllers = []string{"freezer", "memory", "cpu", "pids", "blkio"}
 
 // v2Controllers are the controllers enabled on the way down to a sandbox's
 // v2 cgroup.
-var v2Controllers = []string{"cpu", "memory", "pids"}
+var v2Controllers = []string{"cpu", "memory", "pids", "io"}
 
 func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 	parent = strings.Trim(filepath.Clean("/"+parent), "/")
@@ -82,7 +86,7 @@ func newCgroups(parent string, logger *slog.Logger) (*cgroups, error) {
 		cg.bases[ctl] = base
 	}
 	if len(cg.bases) == 0 {
-		return nil, errors.New("isolate: no cgroup hierarchy found (neither v2 nor the v1 freezer, memory, cpu or pids controllers)")
+		return nil, errors.New("isolate: no cgroup hierarchy found (neither v2 nor the v1 freezer, memory, cpu, pids or blkio controllers)")
 	}
 	return cg, nil
 }
@@ -164,8 +168,19 @@ type cgroup struct {
 	freezer string            // directory holding the freeze control; "" if none
 }
 
+// limits are what a sandbox's cgroup caps; a zero field is not capped.
+type limits struct {
+	cpus, memMiB, pids int
+	// disk is the block device (the bounded disk's loop device) that
+	// diskBPS and diskIOPS throttle, each direction on its own; 0 when
+	// the sandbox has no disk of its own.
+	disk     uint64
+	diskBPS  int64
+	diskIOPS int
+}
+
 // create makes the sandbox's cgroup and applies the limits.
-func (cg *cgroups) create(id string, cpus, memMiB, pids int) (*cgroup, error) {
+func (cg *cgroups) create(id string, lim limits) (*cgroup, error) {
 	c := &cgroup{v2: cg.v2, dirs: map[string]string{}}
 	for ctl, base := range cg.bases {
 		dir := filepath.Join(base, id)
@@ -178,7 +193,7 @@ func (cg *cgroups) create(id string, cpus, memMiB, pids int) (*cgroup, error) {
 			c.freezer = dir
 		}
 	}
-	if err := c.limit(cpus, memMiB, pids, cg.logger); err != nil {
+	if err := c.limit(lim, cg.logger); err != nil {
 		c.remove()
 		return nil, err
 	}
@@ -188,7 +203,7 @@ func (cg *cgroups) create(id string, cpus, memMiB, pids int) (*cgroup, error) {
 // cfsPeriod is the CPU bandwidth period; a quota of n periods is n CPUs.
 const cfsPeriod = 100000
 
-func (c *cgroup) limit(cpus, memMiB, pids int, logger *slog.Logger) error {
+func (c *cgroup) limit(lim limits, logger *slog.Logger) error {
 	set := func(ctl, file, value string) error {
 		dir, ok := c.dirs[ctl]
 		if !ok {
@@ -206,40 +221,76 @@ func (c *cgroup) limit(cpus, memMiB, pids int, logger *slog.Logger) error {
 		}
 		return nil
 	}
+	ioLimits := lim.disk != 0 && (lim.diskBPS > 0 || lim.diskIOPS > 0)
+	device := fmt.Sprintf("%d:%d", unix.Major(lim.disk), unix.Minor(lim.disk))
 	if c.v2 {
-		if cpus > 0 {
-			if err := set("", "cpu.max", fmt.Sprintf("%d %d", cpus*cfsPeriod, cfsPeriod)); err != nil {
+		if lim.cpus > 0 {
+			if err := set("", "cpu.max", fmt.Sprintf("%d %d", lim.cpus*cfsPeriod, cfsPeriod)); err != nil {
 				return err
 			}
 		}
-		if memMiB > 0 {
-			if err := set("", "memory.max", strconv.FormatInt(int64(memMiB)<<20, 10)); err != nil {
+		if lim.memMiB > 0 {
+			if err := set("", "memory.max", strconv.FormatInt(int64(lim.memMiB)<<20, 10)); err != nil {
 				return err
 			}
 		}
-		if pids > 0 {
-			if err := set("", "pids.max", strconv.Itoa(pids)); err != nil {
+		if lim.pids > 0 {
+			if err := set("", "pids.max", strconv.Itoa(lim.pids)); err != nil {
+				return err
+			}
+		}
+		if ioLimits {
+			line := device
+			if lim.diskBPS > 0 {
+				line += fmt.Sprintf(" rbps=%d wbps=%d", lim.diskBPS, lim.diskBPS)
+			}
+			if lim.diskIOPS > 0 {
+				line += fmt.Sprintf(" riops=%d wiops=%d", lim.diskIOPS, lim.diskIOPS)
+			}
+			if err := set("", "io.max", line); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if cpus > 0 {
+	if lim.cpus > 0 {
 		if err := set("cpu", "cpu.cfs_period_us", strconv.Itoa(cfsPeriod)); err != nil {
 			return err
 		}
-		if err := set("cpu", "cpu.cfs_quota_us", strconv.Itoa(cpus*cfsPeriod)); err != nil {
+		if err := set("cpu", "cpu.cfs_quota_us", strconv.Itoa(lim.cpus*cfsPeriod)); err != nil {
 			return err
 		}
 	}
-	if memMiB > 0 {
-		if err := set("memory", "memory.limit_in_bytes", strconv.FormatInt(int64(memMiB)<<20, 10)); err != nil {
+	if lim.memMiB > 0 {
+		if err := set("memory", "memory.limit_in_bytes", strconv.FormatInt(int64(lim.memMiB)<<20, 10)); err != nil {
 			return err
 		}
 	}
-	if pids > 0 {
-		if err := set("pids", "pids.max", strconv.Itoa(pids)); err != nil {
+	if lim.pids > 0 {
+		if err := set("pids", "pids.max", strconv.Itoa(lim.pids)); err != nil {
 			return err
+		}
+	}
+	if ioLimits {
+		// v1 throttles what the sandbox's own tasks submit: reads, direct
+		// writes and writes it syncs. Buffered writes the kernel's flusher
+		// writes back later are charged to the root there (v2 charges
+		// them to the sandbox).
+		throttle := map[string]string{}
+		if lim.diskBPS > 0 {
+			bps := strconv.FormatInt(lim.diskBPS, 10)
+			throttle["blkio.throttle.read_bps_device"] = bps
+			throttle["blkio.throttle.write_bps_device"] = bps
+		}
+		if lim.diskIOPS > 0 {
+			iops := strconv.Itoa(lim.diskIOPS)
+			throttle["blkio.throttle.read_iops_device"] = iops
+			throttle["blkio.throttle.write_iops_device"] = iops
+		}
+		for _, file := range slices.Sorted(maps.Keys(throttle)) {
+			if err := set("blkio", file, device+" "+throttle[file]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -50,20 +50,21 @@ func findMkfs() (string, error) {
 
 // openLayerDisk makes the sandbox's disk image of sizeMiB in dir and
 // returns its filesystem as a detached mount, whose root holds the layer's
-// upper and work directories.
-func openLayerDisk(dir string, sizeMiB int) (*os.File, error) {
+// upper and work directories, and the loop device's number, which the
+// sandbox's I/O limits name.
+func openLayerDisk(dir string, sizeMiB int) (*os.File, uint64, error) {
 	mkfs, err := findMkfs()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	image := filepath.Join(dir, diskName)
 	f, err := os.OpenFile(image, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("isolate: disk image: %w", err)
+		return nil, 0, fmt.Errorf("isolate: disk image: %w", err)
 	}
 	defer f.Close()
 	if err := f.Truncate(int64(sizeMiB) << 20); err != nil {
-		return nil, fmt.Errorf("isolate: size the disk image: %w", err)
+		return nil, 0, fmt.Errorf("isolate: size the disk image: %w", err)
 	}
 	// No journal (the layer does not outlive a host crash anyway), no
 	// blocks reserved for root (root inside would otherwise get more room
@@ -71,29 +72,33 @@ func openLayerDisk(dir string, sizeMiB int) (*os.File, error) {
 	out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal",
 		"-E", "lazy_itable_init=1,nodiscard", image).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("isolate: make the disk's filesystem: %v: %s", err, out)
+		return nil, 0, fmt.Errorf("isolate: make the disk's filesystem: %v: %s", err, out)
 	}
 	loop, err := attachLoop(f)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer loop.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(loop.Fd()), &st); err != nil {
+		return nil, 0, fmt.Errorf("isolate: stat %s: %w", loop.Name(), err)
+	}
 	fs, err := unix.Fsopen("ext4", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("isolate: open an ext4 context: %w", err)
+		return nil, 0, fmt.Errorf("isolate: open an ext4 context: %w", err)
 	}
 	defer unix.Close(fs)
 	if err := unix.FsconfigSetString(fs, "source", loop.Name()); err != nil {
-		return nil, fmt.Errorf("isolate: disk source %s: %w", loop.Name(), err)
+		return nil, 0, fmt.Errorf("isolate: disk source %s: %w", loop.Name(), err)
 	}
 	if err := unix.FsconfigCreate(fs); err != nil {
-		return nil, fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
+		return nil, 0, fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
 	}
 	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOATIME)
 	if err != nil {
-		return nil, fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
+		return nil, 0, fmt.Errorf("isolate: mount the disk (%s): %w", loop.Name(), err)
 	}
-	return os.NewFile(uintptr(mnt), "disk"), nil
+	return os.NewFile(uintptr(mnt), "disk"), st.Rdev, nil
 }
 
 // loopAttempts bounds the retries when another process takes the free loop

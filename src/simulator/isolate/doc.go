@@ -57,7 +57,10 @@
 // quota periods), memory (Spec.MemoryMiB) and tasks (Spec.MaxPIDs, by
 // default PIDsPerCPU per CPU: 512 for the small tier), so a fork bomb
 // inside gets EAGAIN once the sandbox holds that many processes and
-// threads.
+// threads. A sandbox with a bounded disk also gets its disk's rate
+// (Spec.DiskBytesPerSec, Spec.DiskIOPS) through the blkio or io
+// controller on its loop device, so one sandbox's disk traffic cannot
+// take the host disk from its neighbours.
 //
 // # Pause, fork and checkpoint
 //
@@ -80,8 +83,12 @@
 //
 //   - Linux only; elsewhere [Available] and [New] return errors.
 //   - Not a VM-grade boundary: the kernel is shared (a bug reachable
-//     through an allowed call crosses it); there is no devices cgroup and
-//     no I/O limit.
+//     through an allowed call crosses it); there is no devices cgroup.
+//   - On cgroup v1 the disk rate holds for what the sandbox's tasks
+//     submit themselves (reads, direct and synced writes); buffered
+//     writes the kernel's flusher writes back later are charged to the
+//     host's root cgroup and escape it. The disk bound still caps their
+//     volume. cgroup v2 charges writeback to the sandbox.
 //   - A Go program inside (the program itself) aborts if it cannot create
 //     a thread, so a sandbox at its pids limit can lose its program; the
 //     limit bounds the host, not the sandbox's own stability.
@@ -90,6 +97,6 @@
 //     run as that mapped root with the user's HOME and USER. Cgroups need
 //     delegation there (pass an empty CgroupParent), and the disk bound is
 //     not applied.
-//   - cgroup v2 is implemented (cpu.max, memory.max, pids.max, cgroup.freeze) but was
-//     only tested on cgroup v1 (the development VM).
+//   - cgroup v2 is implemented (cpu.max, memory.max, pids.max, io.max,
+//     cgroup.freeze) but was only tested on cgroup v1 (the development VM).
 package isolate

@@ -203,11 +203,12 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	// The writable layer's upper and work directories share one
 	// directory: the bounded disk, or a plain one.
 	layer := filepath.Join(s.dir, "layer")
+	var diskDev uint64 // the bounded disk's loop device, which the I/O limits name
 	if spec.DiskMiB > 0 && r.rootless {
 		// Mounting a filesystem image takes real root, like cgroups do.
 		r.logger.Warn("isolate: not root; the disk bound is not applied", "sandbox", spec.ID)
 	} else if spec.DiskMiB > 0 {
-		if s.disk, err = openLayerDisk(s.dir, spec.DiskMiB); err != nil {
+		if s.disk, diskDev, err = openLayerDisk(s.dir, spec.DiskMiB); err != nil {
 			return nil, err
 		}
 		layer = "/proc/self/fd/" + strconv.Itoa(int(s.disk.Fd()))
@@ -235,11 +236,16 @@ func (r *Runtime) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		}
 	}
 	if r.cg != nil {
-		if s.cg, err = r.cg.create(spec.ID, spec.CPUCount, spec.MemoryMiB, spec.maxPIDs()); err != nil {
+		lim := limits{cpus: spec.CPUCount, memMiB: spec.MemoryMiB, pids: spec.maxPIDs(),
+			disk: diskDev, diskBPS: spec.DiskBytesPerSec, diskIOPS: spec.DiskIOPS}
+		if diskDev == 0 && (spec.DiskBytesPerSec > 0 || spec.DiskIOPS > 0) {
+			r.logger.Warn("isolate: I/O limits need a bounded disk (DiskMiB); not applied", "sandbox", spec.ID)
+		}
+		if s.cg, err = r.cg.create(spec.ID, lim); err != nil {
 			return nil, err
 		}
-	} else if spec.CPUCount > 0 || spec.MemoryMiB > 0 || spec.MaxPIDs > 0 {
-		r.logger.Warn("isolate: no cgroup parent configured; CPU, memory and pids limits not applied", "sandbox", spec.ID)
+	} else if spec.CPUCount > 0 || spec.MemoryMiB > 0 || spec.MaxPIDs > 0 || spec.DiskBytesPerSec > 0 || spec.DiskIOPS > 0 {
+		r.logger.Warn("isolate: no cgroup parent configured; CPU, memory, pids and I/O limits not applied", "sandbox", spec.ID)
 	}
 
 	relay, err := s.listenRelay()

@@ -92,6 +92,7 @@ func (n *Node) startMachine(ctx context.Context, id string, key sandbox.PoolKey,
 	}
 	if tier, ok := n.cfg.Sizes[key.WithDefaults().Size]; ok {
 		spec.CPUCount, spec.MemoryMiB, spec.DiskMiB = tier.CPUCount, tier.MemoryMiB, tier.DiskMiB
+		spec.DiskBytesPerSec, spec.DiskIOPS = tier.DiskBytesPerSec, tier.DiskIOPS
 	}
 	m, err := iso.Runtime.Start(ctx, spec)
 	if err != nil {

@@ -129,6 +129,21 @@ test('a 2 GB write stops at the disk bound; full tmpfs mounts get ENOSPC, not de
   }
 })
 
+test("the disk's rate is the size tier's: direct reads and writes are throttled", async () => {
+  const sbx = await Sandbox.create() // the small tier: 64 MiB/s each way
+  try {
+    // 128 MiB each way past the page cache; dd says how long it took.
+    const out = await run(sbx, 'dd if=/dev/zero of=io bs=1M count=128 oflag=direct 2>&1; dd if=io of=/dev/null bs=1M iflag=direct 2>&1')
+    const secs = [...out.matchAll(/copied, ([\d.]+) s/g)].map((m) => Number(m[1]))
+    assert.equal(secs.length, 2, out)
+    // 2 s a pass at the tier's rate; a busy machine only makes it slower.
+    for (const s of secs) assert.ok(s >= 1.5, `128 MiB moved in ${s} s: ${out}`)
+    assert.equal((await sbx.commands.run('echo alive')).stdout.trim(), 'alive')
+  } finally {
+    await sbx.kill()
+  }
+})
+
 // diskImageOf finds the host file behind a sandbox's disk: the sparse
 // image disk.img in its machine's directory under the local system's state
 // directory (machines-* in TMPDIR, which the harness gives the local system
