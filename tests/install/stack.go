@@ -156,8 +156,17 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.Kubectl(ctx, "-n", Namespace, "create", "secret", "tls", "sandbox-apiserver-serving-certs",
-		"--cert="+certs.CertFile, "--key="+certs.KeyFile); err != nil {
+	// With the CA beside the pair, as cert-manager writes it: the
+	// ServiceMonitor verifies the apiserver's certificate with it.
+	caFile, err := write("serving-ca.crt", string(certs.CAPEM))
+	if err != nil {
+		return err
+	}
+	if _, err := s.Kubectl(ctx, "-n", Namespace, "create", "secret", "generic", "sandbox-apiserver-serving-certs",
+		"--type=kubernetes.io/tls", "--from-file=tls.crt="+certs.CertFile, "--from-file=tls.key="+certs.KeyFile, "--from-file=ca.crt="+caFile); err != nil {
+		return err
+	}
+	if err := s.installMonitoringStack(ctx); err != nil {
 		return err
 	}
 
@@ -181,6 +190,7 @@ func (s *Stack) install(ctx context.Context, logf func(string, ...any)) error {
 		"--set", "apiserver.e2b.builds.enabled=true",
 		"--set", "apiserver.e2b.builds.dir.existingClaim=" + BuildClaim,
 	}
+	s.helmArgs = append(s.helmArgs, monitoringValues...)
 	if _, err := s.Helm(ctx, s.helmArgs...); err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@
 // the two upstream CRDs, helm install the packaged chart with the helm the
 // build makes, wait for the rollouts and the APIService, kubectl apply the
 // examples, watch the warm pool fill, claim and free a Sandbox, drive the
-// e2b SDK through the in-cluster Services, upgrade and uninstall.
+// e2b SDK through the in-cluster Services, watch it all in Prometheus
+// through the release's ServiceMonitors, PrometheusRule and dashboard,
+// upgrade and uninstall.
 //
 // The node runs the images the build made (imported into containerd; no
 // pull), with the build's own pause image. The sandboxd nodes are
@@ -71,6 +73,10 @@ func TestInstallOnARealNode(t *testing.T) {
 	t.Logf("timings: cluster up %v (control plane %v, image import %v), install to Ready %v",
 		st.ClusterUp.Round(time.Millisecond), tm.ControlPlane.Round(time.Millisecond),
 		tm.Images.Round(time.Millisecond), st.InstallToReady.Round(time.Millisecond))
+
+	// A Prometheus configured from the release's ServiceMonitors and
+	// PrometheusRule scrapes everything that follows.
+	prom := startMonitoring(t, ctx, st)
 
 	// The examples: the warm pool fills the nodes' pools.
 	if err := install.ApplyWarmPools(ctx, st, a, t.Logf); err != nil {
@@ -213,6 +219,10 @@ func TestInstallOnARealNode(t *testing.T) {
 		"E2B_DOMAIN=" + install.Domain,
 		"E2B_API_KEY=" + st.APIKey,
 	}, "--test", "--test-reporter=spec", "--test-concurrency=1", "codeinterp.test.mjs")
+
+	// What the workload above left in Prometheus: every panel of the
+	// installed dashboard has data, and the alerts evaluate quietly.
+	checkMonitoring(t, ctx, st, prom)
 
 	// Upgrade without dropping work: a helm upgrade that rolls every pod,
 	// a rollout restart, and one pod of each Deployment deleted, all under

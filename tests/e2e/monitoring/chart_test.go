@@ -1,11 +1,9 @@
 package monitoring_test
 
 import (
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +11,7 @@ import (
 
 	sandboxchart "github.com/cocoonstack/sandbox-operator/charts/sandbox-operator"
 	"github.com/cocoonstack/sandbox-operator/tests/chartrender"
+	"github.com/cocoonstack/sandbox-operator/tests/prometheus"
 )
 
 // releaseNamespace is the namespace the chart is rendered for; only the
@@ -49,41 +48,17 @@ func renderAlertRules(t *testing.T, dir string) string {
 	return path
 }
 
-// panel is one query of one dashboard panel.
-type panel struct{ title, expr string }
-
-func errNoData(p panel) error { return &noDataError{p} }
-
-type noDataError struct{ p panel }
-
-func (e *noDataError) Error() string { return "panel " + e.p.title + ": no data for " + e.p.expr }
-
-// dashboardPanels reads the chart's Grafana dashboard and returns every
-// panel's queries, with Grafana's variables replaced by what Grafana
-// would send for a short range ($__rate_interval).
-func dashboardPanels(t *testing.T) []panel {
+// dashboardPanels reads the chart's Grafana dashboard into its panels'
+// queries.
+func dashboardPanels(t *testing.T) []prometheus.Panel {
 	t.Helper()
 	raw, err := fs.ReadFile(sandboxchart.Files, sandboxchart.DashboardPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
+	panels, err := prometheus.Panels(raw)
+	if err != nil {
 		t.Fatalf("%s: %v", sandboxchart.DashboardPath, err)
 	}
-	var out []panel
-	for _, p := range d.Panels {
-		for _, target := range p.Targets {
-			expr := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "15s", "$__range", "5m").Replace(target.Expr)
-			out = append(out, panel{title: p.Title, expr: expr})
-		}
-	}
-	return out
+	return panels
 }

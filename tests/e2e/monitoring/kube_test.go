@@ -16,6 +16,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
+	"github.com/cocoonstack/sandbox-operator/tests/prometheus"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 	agentsandboxcrds "github.com/cocoonstack/sandbox-operator/tests/testdata/agentsandbox-crds"
 )
@@ -102,15 +103,15 @@ func TestKubernetesPanelsHaveData(t *testing.T) {
 	if err := os.WriteFile(caFile, c.CAData(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	prom := startPrometheus(t, filepath.Join(dir, "prometheus"), []scrapeJob{
+	prom := prometheus.Start(t, filepath.Join(dir, "prometheus"), prometheus.Config{Jobs: []prometheus.Job{
 		// The aggregated apiserver checks the token with the kube-apiserver
 		// (TokenReview, then a SubjectAccessReview for GET /metrics). Its
 		// test certificate names the Service, not this address.
-		{name: "sandbox-apiserver", metricsURL: "https://" + front.SecureAddr + "/metrics", bearer: admin.BearerToken, insecure: true},
-		{name: "sandbox-envd-proxy", metricsURL: "http://" + front.ProxyMetricsAddr + "/metrics"},
-		{name: "kube-apiserver", metricsURL: admin.Host + "/metrics", bearer: admin.BearerToken, caFile: caFile},
-	}, []string{renderAlertRules(t, dir)})
-	prom.waitScraping(t, ctx, 3)
+		{Name: "sandbox-apiserver", MetricsURL: "https://" + front.SecureAddr + "/metrics", Bearer: admin.BearerToken, Insecure: true},
+		{Name: "sandbox-envd-proxy", MetricsURL: "http://" + front.ProxyMetricsAddr + "/metrics"},
+		{Name: "kube-apiserver", MetricsURL: admin.Host + "/metrics", Bearer: admin.BearerToken, CAFile: caFile},
+	}, RuleFiles: []string{renderAlertRules(t, dir)}})
+	prom.WaitScraping(t, ctx, 3)
 
 	e2b := &e2bClient{api: "http://" + front.APIAddr, dataPlane: "http://" + front.ProxyAddr, key: key}
 	s := &system{e2b: e2b, prom: prom}
@@ -131,16 +132,7 @@ func TestKubernetesPanelsHaveData(t *testing.T) {
 
 	panels := dashboardPanels(t)
 	for _, p := range panels {
-		poll.UntilNil(t, "panel "+p.title+" to have data", func() error {
-			res, err := prom.query(ctx, p.expr)
-			if err != nil {
-				return err
-			}
-			if len(res) == 0 {
-				return errNoData(p)
-			}
-			return nil
-		})
+		poll.UntilNil(t, "panel "+p.Title+" to have data", func() error { return prom.HasData(ctx, p) })
 	}
 	t.Logf("every one of the dashboard's %d panel queries returns data from the Kubernetes front", len(panels))
 }

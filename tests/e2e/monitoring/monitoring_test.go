@@ -20,6 +20,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/e2e/harness"
+	"github.com/cocoonstack/sandbox-operator/tests/prometheus"
 	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
@@ -34,7 +35,7 @@ type system struct {
 	e2b    *e2bClient
 	metric string // sandbox-e2b's metrics URL
 	token  string // the nodes' root token
-	prom   *prometheus
+	prom   *prometheus.Server
 }
 
 // startSystem starts the nodes and sandbox-e2b (with the template build
@@ -90,11 +91,11 @@ func startSystem(t *testing.T) *system {
 		metric: "http://" + metricsAddr + "/metrics",
 		token:  token,
 	}
-	jobs := []scrapeJob{{name: "sandbox-e2b", metricsURL: s.metric}}
+	jobs := []prometheus.Job{{Name: "sandbox-e2b", MetricsURL: s.metric}}
 	for _, n := range s.nodes {
-		jobs = append(jobs, scrapeJob{name: "sandboxd-" + n.name, metricsURL: "http://" + n.addr + "/metrics", bearer: token})
+		jobs = append(jobs, prometheus.Job{Name: "sandboxd-" + n.name, MetricsURL: "http://" + n.addr + "/metrics", Bearer: token})
 	}
-	s.prom = startPrometheus(t, filepath.Join(dir, "prometheus"), jobs, []string{renderAlertRules(t, dir)})
+	s.prom = prometheus.Start(t, filepath.Join(dir, "prometheus"), prometheus.Config{Jobs: jobs, RuleFiles: []string{renderAlertRules(t, dir)}})
 	return s
 }
 
@@ -170,7 +171,7 @@ func TestDashboardPanelsHaveData(t *testing.T) {
 	s := startSystem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s.prom.waitScraping(t, ctx, 1+len(s.nodes))
+	s.prom.WaitScraping(t, ctx, 1+len(s.nodes))
 	start := time.Now()
 	s.workload(t, ctx)
 
@@ -180,20 +181,11 @@ func TestDashboardPanelsHaveData(t *testing.T) {
 	}
 	checked := 0
 	for _, p := range panels {
-		if kubernetesOnly(p.expr) {
+		if kubernetesOnly(p.Expr) {
 			continue
 		}
 		checked++
-		poll.UntilNil(t, "panel "+p.title+" to have data", func() error {
-			res, err := s.prom.query(ctx, p.expr)
-			if err != nil {
-				return err
-			}
-			if len(res) == 0 {
-				return errNoData(p)
-			}
-			return nil
-		})
+		poll.UntilNil(t, "panel "+p.Title+" to have data", func() error { return s.prom.HasData(ctx, p) })
 	}
 	if checked == 0 {
 		t.Fatal("every panel was skipped as Kubernetes-only")
@@ -227,22 +219,22 @@ func TestPoolBelowTargetAlertFiresAndResolves(t *testing.T) {
 
 	// The pools fill at start; the alert must be quiet once they have.
 	poll.UntilNil(t, "Prometheus to see both nodes fresh, the pools full and "+alert+" quiet", func() error {
-		if err := s.prom.expect(ctx, `sandbox_operator_nodes{state="fresh"}`, 2); err != nil {
+		if err := s.prom.Expect(ctx, `sandbox_operator_nodes{state="fresh"}`, 2); err != nil {
 			return err
 		}
-		if err := s.prom.expect(ctx, `sum(sandbox_operator_pool_target) - sum(sandbox_operator_pool_warm)`, 0); err != nil {
+		if err := s.prom.Expect(ctx, `sum(sandbox_operator_pool_target) - sum(sandbox_operator_pool_warm)`, 0); err != nil {
 			return err
 		}
-		return s.prom.expectFiring(ctx, alert, false)
+		return s.prom.ExpectFiring(ctx, alert, false)
 	})
 
 	s.nodes[1].kill()
 	poll.UntilNil(t, alert+" to fire after a node was killed", func() error {
-		return s.prom.expectFiring(ctx, alert, true)
+		return s.prom.ExpectFiring(ctx, alert, true)
 	})
 
 	s.nodes[1].restart()
 	poll.UntilNil(t, alert+" to resolve once the node is back and refilled", func() error {
-		return s.prom.expectFiring(ctx, alert, false)
+		return s.prom.ExpectFiring(ctx, alert, false)
 	})
 }

@@ -2,12 +2,9 @@ package monitoring_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
 	"math"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,46 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonstack/sandbox-operator/tests/prometheus"
 )
-
-// rangeSeries is one series of a range query: its labels and samples.
-type rangeSeries struct {
-	Metric map[string]string `json:"metric"`
-	Values [][2]any          `json:"values"`
-}
-
-// queryRange runs a range query from start to end at step.
-func (p *prometheus) queryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
-	q := url.Values{
-		"query": {expr},
-		"start": {strconv.FormatInt(start.Unix(), 10)},
-		"end":   {strconv.FormatInt(end.Unix(), 10)},
-		"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/query_range?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []rangeSeries `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("query_range %q: %s", expr, body.Error)
-	}
-	return body.Data.Result, nil
-}
 
 // The picture's layout: panels in a grid, each a small line chart.
 const (
@@ -73,16 +33,16 @@ var seriesColours = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467b
 // an SVG file: under Bazel in the test's undeclared outputs
 // (bazel-testlogs/…/test.outputs/dashboard.svg), docs/operations.md shows
 // one; under go test in the test's temporary directory.
-func writeDashboardPicture(t *testing.T, ctx context.Context, prom *prometheus, panels []panel, start, end time.Time) {
+func writeDashboardPicture(t *testing.T, ctx context.Context, prom *prometheus.Server, panels []prometheus.Panel, start, end time.Time) {
 	t.Helper()
 	// One chart per panel title (a panel's several queries share it).
 	var titles []string
-	byTitle := map[string][]panel{}
+	byTitle := map[string][]prometheus.Panel{}
 	for _, p := range panels {
-		if _, ok := byTitle[p.title]; !ok {
-			titles = append(titles, p.title)
+		if _, ok := byTitle[p.Title]; !ok {
+			titles = append(titles, p.Title)
 		}
-		byTitle[p.title] = append(byTitle[p.title], p)
+		byTitle[p.Title] = append(byTitle[p.Title], p)
 	}
 	rows := (len(titles) + pictureColumns - 1) / pictureColumns
 	var b strings.Builder
@@ -92,10 +52,10 @@ func writeDashboardPicture(t *testing.T, ctx context.Context, prom *prometheus, 
 		end.UTC().Format("2006-01-02"), html.EscapeString(end.Sub(start).Round(time.Second).String()))
 	for i, title := range titles {
 		x, y := (i%pictureColumns)*panelWidth, (i/pictureColumns)*panelHeight+24
-		var series []rangeSeries
+		var series []prometheus.Series
 		var legends []string
 		for _, p := range byTitle[title] {
-			res, err := prom.queryRange(ctx, p.expr, start, end, time.Second)
+			res, err := prom.QueryRange(ctx, p.Expr, start, end, time.Second)
 			if err != nil {
 				t.Errorf("panel %s: %v", title, err)
 				continue
@@ -138,7 +98,7 @@ func legend(m map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-func drawPanel(b *strings.Builder, x, y int, title string, series []rangeSeries, legends []string, start, end time.Time) {
+func drawPanel(b *strings.Builder, x, y int, title string, series []prometheus.Series, legends []string, start, end time.Time) {
 	w, h := panelWidth-plotLeft-plotRight, panelHeight-plotTop-plotBottom
 	fmt.Fprintf(b, `<g transform="translate(%d,%d)"><rect x="4" y="4" width="%d" height="%d" fill="none" stroke="#ccc"/>`, x, y, panelWidth-8, panelHeight-8)
 	fmt.Fprintf(b, `<text x="12" y="22" font-weight="bold">%s</text>`, html.EscapeString(title))
