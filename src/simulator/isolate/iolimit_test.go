@@ -169,40 +169,37 @@ func bytesWritten(t *testing.T, sb *isolate.Sandbox, dev string) int64 {
 func TestDiskRateLimit(t *testing.T) {
 	requireRoot(t)
 	const rate = 4 << 20 // bytes a second
-	const iops = 50
-	t.Run("bandwidth", func(t *testing.T) {
-		t.Parallel()
-		sb := rootSandbox(t, "iobps", func(s *isolate.Spec) { s.DiskMiB = 64; s.DiskBytesPerSec = rate })
-		dev := loopDevice(t, sb)
-		for _, kind := range []string{"rbps", "wbps"} {
-			if got := ioThrottle(t, sb, dev, kind); got != strconv.Itoa(rate) {
-				t.Errorf("%s on %s = %q, want %d", kind, dev, got, rate)
+	// Each limit alone, on a pass that takes 2 s each way at the limit:
+	// 8 MiB at 4 MiB/s, and 100 operations at 50 a second.
+	for _, c := range []struct {
+		name           string
+		limit          func(*isolate.Spec)
+		kinds          []string
+		want           int
+		blocks, blockK int
+	}{
+		{"bandwidth", func(s *isolate.Spec) { s.DiskBytesPerSec = rate }, []string{"rbps", "wbps"}, rate, 8, 1024},
+		{"operations", func(s *isolate.Spec) { s.DiskIOPS = 50 }, []string{"riops", "wiops"}, 50, 100, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			sb := rootSandbox(t, "io"+c.name, func(s *isolate.Spec) { s.DiskMiB = 64; c.limit(s) })
+			dev := loopDevice(t, sb)
+			for _, kind := range c.kinds {
+				if got := ioThrottle(t, sb, dev, kind); got != strconv.Itoa(c.want) {
+					t.Errorf("%s on %s = %q, want %d", kind, dev, got, c.want)
+				}
 			}
-		}
-		// 8 MiB each way at 4 MiB/s: 2 s a pass.
-		write, read := directIOInside(t, sb, 8, 1024)
-		if min := 1500 * time.Millisecond; write < min || read < min {
-			t.Errorf("8 MiB at %d B/s: written in %v, read in %v; want each at least %v", rate, write, read, min)
-		}
-		if charged := bytesWritten(t, sb, dev); charged < 8<<20 {
-			t.Errorf("the sandbox's cgroup was charged %d bytes written to %s, want at least 8 MiB", charged, dev)
-		}
-	})
-	t.Run("operations", func(t *testing.T) {
-		t.Parallel()
-		sb := rootSandbox(t, "ioiops", func(s *isolate.Spec) { s.DiskMiB = 64; s.DiskIOPS = iops })
-		dev := loopDevice(t, sb)
-		for _, kind := range []string{"riops", "wiops"} {
-			if got := ioThrottle(t, sb, dev, kind); got != strconv.Itoa(iops) {
-				t.Errorf("%s on %s = %q, want %d", kind, dev, got, iops)
+			write, read := directIOInside(t, sb, c.blocks, c.blockK)
+			if min := 1500 * time.Millisecond; write < min || read < min {
+				t.Errorf("%d blocks of %d KiB at %s %d: written in %v, read in %v; want each at least %v",
+					c.blocks, c.blockK, c.kinds[0], c.want, write, read, min)
 			}
-		}
-		// 100 operations each way at 50 a second: 2 s a pass.
-		write, read := directIOInside(t, sb, 100, 4)
-		if min := 1500 * time.Millisecond; write < min || read < min {
-			t.Errorf("100 operations at %d/s: written in %v, read in %v; want each at least %v", iops, write, read, min)
-		}
-	})
+			if charged, want := bytesWritten(t, sb, dev), int64(c.blocks*c.blockK)<<10; charged < want {
+				t.Errorf("the sandbox's cgroup was charged %d bytes written to %s, want at least %d", charged, dev, want)
+			}
+		})
+	}
 	t.Run("needs a disk", func(t *testing.T) {
 		t.Parallel()
 		// Without a bounded disk there is no device to throttle: the
