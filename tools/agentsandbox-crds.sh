@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Generates, for tests only, the CRD manifests of the two upstream
-# agent-sandbox types the warm-pool driver reads (SandboxTemplate and
-# SandboxWarmPool, extensions.agents.x-k8s.io/v1beta1) from the Go types of
-# the module version in go.mod, into tests/testdata/agentsandbox-crds/.
+# Generates, for tests only, the CRD manifests of the upstream agent-sandbox
+# types from the Go types of the module version in go.mod, into
+# tests/testdata/agentsandbox-crds/: the two the warm-pool driver reads
+# (SandboxTemplate and SandboxWarmPool, extensions.agents.x-k8s.io/v1beta1),
+# and for the Pod path this project is compared with (the upstream
+# controller, //tools/agent-sandbox-controller) Sandbox
+# (agents.x-k8s.io/v1beta1) and SandboxClaim. Only v1beta1 is generated: the
+# tests speak v1beta1 alone, so no conversion webhook is needed.
 # Nothing upstream is copied: controller-gen derives the schema from the
 # types. The chart ships no upstream CRD; clusters apply upstream's own.
 #
@@ -17,15 +21,19 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 
 out_dir="tests/testdata/agentsandbox-crds"
-keep=(extensions.agents.x-k8s.io_sandboxtemplates.yaml extensions.agents.x-k8s.io_sandboxwarmpools.yaml)
+keep=(
+	extensions.agents.x-k8s.io_sandboxtemplates.yaml
+	extensions.agents.x-k8s.io_sandboxwarmpools.yaml
+	extensions.agents.x-k8s.io_sandboxclaims.yaml
+	agents.x-k8s.io_sandboxes.yaml
+)
 
 generate() {
 	local out="$1" tmp
 	tmp="$(mktemp -d)"
-	# The package also holds SandboxClaim; only the two types the driver
-	# reads are kept.
 	go run "${CONTROLLER_GEN}" crd:crdVersions=v1 \
 		paths=sigs.k8s.io/agent-sandbox/extensions/api/v1beta1 \
+		paths=sigs.k8s.io/agent-sandbox/api/v1beta1 \
 		output:crd:dir="${tmp}"
 	for f in "${keep[@]}"; do
 		cp "${tmp}/${f}" "${out}/${f}"

@@ -187,7 +187,7 @@ func (n *NodeCluster) start(ctx context.Context, o NodeOptions) error {
 		return err
 	}
 
-	sandboxRef, err := imageRef(o.SandboxImage)
+	sandboxRef, err := ImageRef(o.SandboxImage)
 	if err != nil {
 		return err
 	}
@@ -372,9 +372,9 @@ func (n *NodeCluster) Kubectl(ctx context.Context, args ...string) (string, erro
 	return string(out), nil
 }
 
-// imageRef is the name an image gets on import: its repository and the
+// ImageRef is the name an image gets on import: its repository and the
 // tag the layout's index carries.
-func imageRef(img NodeImage) (string, error) {
+func ImageRef(img NodeImage) (string, error) {
 	tag, err := layoutTag(img.Tar)
 	if err != nil {
 		return "", err

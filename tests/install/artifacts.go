@@ -8,9 +8,7 @@
 package install
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/cocoonstack/sandbox-operator/tests/testbin"
 )
 
 // Artifacts are the build outputs an install uses. Under Bazel they come
@@ -59,7 +57,7 @@ var crdEnv = []string{"SANDBOXTEMPLATES_CRD", "SANDBOXWARMPOOLS_CRD"}
 // Bazel), err reports a location that does not resolve.
 func FromEnv() (a Artifacts, missing string, err error) {
 	for _, e := range artifactEnv {
-		p, err := Runfile(e.env)
+		p, err := testbin.Runfile(e.env)
 		if err != nil {
 			return a, "", err
 		}
@@ -69,7 +67,7 @@ func FromEnv() (a Artifacts, missing string, err error) {
 		*e.dest(&a) = p
 	}
 	for _, env := range crdEnv {
-		p, err := Runfile(env)
+		p, err := testbin.Runfile(env)
 		if err != nil {
 			return a, "", err
 		}
@@ -79,30 +77,4 @@ func FromEnv() (a Artifacts, missing string, err error) {
 		a.CRDs = append(a.CRDs, p)
 	}
 	return a, "", nil
-}
-
-// Runfile resolves the $(rlocationpath) in env against the runfiles tree
-// (RUNFILES_DIR under bazel run, TEST_SRCDIR under bazel test); an
-// absolute path is taken as it is, and an unset variable gives "".
-func Runfile(env string) (string, error) {
-	p := os.Getenv(env)
-	if p == "" || filepath.IsAbs(p) {
-		return p, nil
-	}
-	for _, root := range []string{os.Getenv("RUNFILES_DIR"), os.Getenv("TEST_SRCDIR")} {
-		if root == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
-			return filepath.Join(root, p), nil
-		}
-	}
-	// bazel run without RUNFILES_DIR: the runfiles tree sits beside the binary.
-	if exe, err := os.Executable(); err == nil {
-		cand := filepath.Join(exe+".runfiles", p)
-		if _, err := os.Stat(cand); err == nil {
-			return cand, nil
-		}
-	}
-	return "", fmt.Errorf("%s=%s: not found in the runfiles", env, p)
 }

@@ -5,8 +5,11 @@ cluster (//tools/localcluster) install the same artifacts; tests/install
 (Go) reads them from these environment variables (artifacts.go).
 """
 
+load("//tests/cluster:defs.bzl", "NODE_CLUSTER_PROGRAMS")
+
 # Environment variable -> label. Each value is passed as $(rlocationpath).
-INSTALL_ARTIFACTS = {
+# The cluster's own programs come with NODE_CLUSTER_PROGRAMS.
+INSTALL_ARTIFACTS = NODE_CLUSTER_PROGRAMS | {
     "CHART_PACKAGE": "//charts/sandbox-operator:package",
     "HELM": "//tools/helm",
     "SANDBOX_APISERVER_IMAGE": "//images:sandbox-apiserver.host",
@@ -20,13 +23,6 @@ INSTALL_ARTIFACTS = {
     "EXAMPLE_CODE_INTERPRETER_WARMPOOL": "//examples:e2b/code-interpreter-warmpool.yaml",
     "SANDBOXTEMPLATES_CRD": "//tests/testdata/agentsandbox-crds:extensions.agents.x-k8s.io_sandboxtemplates.yaml",
     "SANDBOXWARMPOOLS_CRD": "//tests/testdata/agentsandbox-crds:extensions.agents.x-k8s.io_sandboxwarmpools.yaml",
-    # The cluster's own programs (tests/cluster).
-    "KUBE_APISERVER": "//tests/cluster/cmd/kube-apiserver",
-    "KUBELET": "//tools/kube/kubelet",
-    "KUBE_CONTROLLER_MANAGER": "//tools/kube/kube-controller-manager",
-    "KUBE_SCHEDULER": "//tools/kube/kube-scheduler",
-    "KUBE_PROXY": "//tools/kube/kube-proxy",
-    "KUBECTL": "//tools/kube/kubectl",
 }
 
 INSTALL_DATA = INSTALL_ARTIFACTS.values()
