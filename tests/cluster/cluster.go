@@ -179,6 +179,16 @@ func (c *Cluster) Stop() error {
 	return c.stopErr
 }
 
+// apiServerPID is the kube-apiserver's pid; 0 while it is not running.
+func (c *Cluster) apiServerPID() int {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	if c.apiserver == nil || c.apiserver.cmd.Process == nil {
+		return 0
+	}
+	return c.apiserver.cmd.Process.Pid
+}
+
 // Host is the kube-apiserver's URL, https://127.0.0.1:<port>.
 func (c *Cluster) Host() string { return c.host }
 

@@ -18,6 +18,8 @@ import (
 // directory; the cgroup root is a subtree of the test's own, removed at
 // stop. The kubelet serves on the node address only inside the cluster's
 // network namespace, without authentication (nothing outside can reach it).
+// maxPods fills the pod CIDR (a /24): a warm pool of 100 Pods refilling
+// behind 100 claimed ones must fit.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %[1]s
@@ -49,6 +51,7 @@ evictionHard:
 localStorageCapacityIsolation: false
 serializeImagePulls: false
 protectKernelDefaults: false
+maxPods: 250
 `
 
 // kubeProxyConfig runs kube-proxy's iptables mode in the cluster's network

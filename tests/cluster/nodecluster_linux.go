@@ -287,6 +287,30 @@ func (n *NodeCluster) processes() []*testbin.Process {
 	return ps
 }
 
+// ComponentPIDs are the pids of the cluster's own processes by name
+// (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+// kube-proxy, containerd), for measuring what each spends. etcd runs
+// inside the calling process and is not among them.
+func (n *NodeCluster) ComponentPIDs() map[string]int {
+	out := map[string]int{}
+	named := map[string]*testbin.Process{
+		"kube-controller-manager": n.controllerManager, "kube-scheduler": n.scheduler,
+		"kubelet": n.kubelet, "kube-proxy": n.kubeProxy,
+	}
+	if n.runtime != nil {
+		named["containerd"] = n.runtime.process
+	}
+	for name, p := range named {
+		if p != nil {
+			out[name] = p.Pid()
+		}
+	}
+	if pid := n.apiServerPID(); pid > 0 {
+		out["kube-apiserver"] = pid
+	}
+	return out
+}
+
 // Timings reports how long the start's phases took.
 func (n *NodeCluster) Timings() NodeTimings { return n.timings }
 

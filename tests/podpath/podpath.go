@@ -61,6 +61,9 @@ func Start(ctx context.Context, c *cluster.NodeCluster, binary, dir string) (*Co
 	return &Controller{proc: p}, nil
 }
 
+// Pid is the controller's pid.
+func (ctl *Controller) Pid() int { return ctl.proc.Pid() }
+
 // LogTail is the end of the controller's log.
 func (ctl *Controller) LogTail(lines int) string { return ctl.proc.LogTail(lines) }
 
@@ -105,13 +108,18 @@ func ReadyReplicas(ctx context.Context, c *cluster.NodeCluster, namespace, name 
 	return n, err
 }
 
-// Claim creates a SandboxClaim named name on the pool.
-func Claim(ctx context.Context, c *cluster.NodeCluster, namespace, name, pool string) error {
-	claim := &unstructured.Unstructured{Object: map[string]any{
+// ClaimObject is a SandboxClaim named name on the pool.
+func ClaimObject(namespace, name, pool string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
 		"metadata": map[string]any{"name": name, "namespace": namespace},
 		"spec":     map[string]any{"warmPoolRef": map[string]any{"name": pool}},
 	}}
+}
+
+// Claim creates a SandboxClaim named name on the pool.
+func Claim(ctx context.Context, c *cluster.NodeCluster, namespace, name, pool string) error {
+	claim := ClaimObject(namespace, name, pool)
 	if _, err := c.Dynamic().Resource(ClaimGVR).Namespace(namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create SandboxClaim %s/%s: %w", namespace, name, err)
 	}

@@ -22,6 +22,8 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/sandbox"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/procstat"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/writecount"
 )
 
 const (
@@ -46,9 +48,9 @@ type BurstResults struct {
 	// Idle is the write counts over an idle window right before the
 	// bursts (the simulated nodes publishing their NodeInventory every
 	// second is the background).
-	Idle WriteCounts `json:"idle"`
-	Kube *BurstRun   `json:"kube,omitempty"`
-	E2B  *BurstRun   `json:"e2b,omitempty"`
+	Idle writecount.WriteCounts `json:"idle"`
+	Kube *BurstRun              `json:"kube,omitempty"`
+	E2B  *BurstRun              `json:"e2b,omitempty"`
 }
 
 // BurstRun is one burst.
@@ -105,10 +107,10 @@ type BurstWrites struct {
 	// nodes' publishes (one per node per publish interval), which come in
 	// whole publishes, so Net is exact only to about one round of them
 	// either way.
-	Raw         WriteCounts `json:"raw"`
-	Idle        WriteCounts `json:"idle"`
-	Net         WriteCounts `json:"net"`
-	NetPerClaim WriteCounts `json:"netPerClaim"`
+	Raw         writecount.WriteCounts `json:"raw"`
+	Idle        writecount.WriteCounts `json:"idle"`
+	Net         writecount.WriteCounts `json:"net"`
+	NetPerClaim writecount.WriteCounts `json:"netPerClaim"`
 }
 
 func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...any)) (*BurstResults, error) {
@@ -118,7 +120,7 @@ func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...
 		return res, err
 	}
 	log("burst: idle window of %v", idle)
-	w0, err := e.readWriteCounts(ctx)
+	w0, err := e.writeCounts(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -127,11 +129,11 @@ func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	w1, err := e.readWriteCounts(ctx)
+	w1, err := e.writeCounts(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.Idle = diff(w0, w1)
+	res.Idle = writecount.Diff(w0, w1)
 
 	kube := &burster{
 		e: e, n: cfg.Burst, idle: res.Idle, namespace: burstNamespace,
@@ -161,7 +163,7 @@ func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...
 type burster struct {
 	e         *Env
 	n         int
-	idle      WriteCounts
+	idle      writecount.WriteCounts
 	namespace string
 	run       *BurstRun
 	http      *http.Client
@@ -209,13 +211,13 @@ func (b *burster) burst(ctx context.Context, log func(string, ...any)) error {
 	// once either way, so nothing more is waited for.
 	ready.Wait()
 
-	w0, err := e.readWriteCounts(ctx)
+	w0, err := e.writeCounts(ctx)
 	if err != nil {
 		close(start)
 		done.Wait()
 		return err
 	}
-	_ = resetPeakRSS(e.server.Pid())
+	_ = procstat.ResetPeakRSS(e.server.Pid())
 	u0, err := e.serverUsage()
 	if err != nil {
 		close(start)
@@ -276,7 +278,7 @@ func (b *burster) burst(ctx context.Context, log func(string, ...any)) error {
 	// The write window is as long as the idle one (so the background is
 	// the same), or longer when the burst needs it: it ends writeSettle
 	// after the last sandbox was seen Running at the earliest.
-	end := w0.at.Add(time.Duration(b.idle.Seconds * float64(time.Second)))
+	end := w0.Time().Add(time.Duration(b.idle.Seconds * float64(time.Second)))
 	if settled := began.Add(time.Duration(run.AllRunningSeconds*float64(time.Second)) + writeSettle); settled.After(end) {
 		end = settled
 	}
@@ -284,20 +286,20 @@ func (b *burster) burst(ctx context.Context, log func(string, ...any)) error {
 	case <-time.After(time.Until(end)):
 	case <-ctx.Done():
 	}
-	w1, werr := e.readWriteCounts(ctx)
+	w1, werr := e.writeCounts(ctx)
 	u1, uerr := e.serverUsage()
 	if werr == nil {
-		raw := diff(w0, w1)
-		idle := b.idle.scaled(raw.Seconds/b.idle.Seconds, raw.Seconds)
-		net := raw.minus(idle)
-		perClaim := WriteCounts{}
+		raw := writecount.Diff(w0, w1)
+		idle := b.idle.Scaled(raw.Seconds/b.idle.Seconds, raw.Seconds)
+		net := raw.Minus(idle)
+		perClaim := writecount.WriteCounts{}
 		if run.Created > 0 {
-			perClaim = net.scaled(1/float64(run.Created), raw.Seconds)
+			perClaim = net.Scaled(1/float64(run.Created), raw.Seconds)
 		}
 		run.Writes = BurstWrites{Raw: raw, Idle: idle, Net: net, NetPerClaim: perClaim}
 	}
 	if uerr == nil {
-		run.ServerCPUSeconds = cpuDelta(u0, u1)
+		run.ServerCPUSeconds = procstat.CPUDelta(u0, u1)
 		run.ServerPeakRSSBytes = u1.PeakRSSBytes
 	}
 

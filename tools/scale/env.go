@@ -25,6 +25,8 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/procstat"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/writecount"
 )
 
 // Fleet and inventory timing.
@@ -142,7 +144,7 @@ func startEnv(ctx context.Context, opts envOptions) (_ *Env, err error) {
 		cluster.WithStartTimeout(setupTimeout)); err != nil {
 		return nil, err
 	}
-	e.kubeAPIServerPID = findChild(os.Getpid(), "kube-apiserver")
+	e.kubeAPIServerPID = procstat.FindChild(os.Getpid(), "kube-apiserver")
 	if err := e.cluster.InstallCRDs(ctx, crds.NodeInventoryYAML); err != nil {
 		return nil, err
 	}
@@ -289,11 +291,18 @@ func (e *Env) startCounter() error {
 }
 
 // serverUsage reads the sandbox-apiserver's CPU time and memory.
-func (e *Env) serverUsage() (procUsage, error) {
+func (e *Env) serverUsage() (procstat.Usage, error) {
 	if err := e.server.ExitErr(); err != nil {
-		return procUsage{}, err
+		return procstat.Usage{}, err
 	}
-	return readUsage(e.server.Pid())
+	return procstat.Read(e.server.Pid())
+}
+
+// writeCounts snapshots the kube-apiserver's and etcd's write counters.
+// It scrapes as the admin, straight to the kube-apiserver, so the scrape
+// never passes through the byte counter.
+func (e *Env) writeCounts(ctx context.Context) (writecount.Snapshot, error) {
+	return writecount.Read(ctx, e.restRaw, e.cluster.EtcdURL())
 }
 
 // kubeAPIServerCPU reads the kube-apiserver's CPU seconds, 0 when its pid
@@ -302,7 +311,7 @@ func (e *Env) kubeAPIServerCPU() float64 {
 	if e.kubeAPIServerPID == 0 {
 		return 0
 	}
-	v, err := readCPUSeconds(e.kubeAPIServerPID)
+	v, err := procstat.CPUSeconds(e.kubeAPIServerPID)
 	if err != nil {
 		return 0
 	}

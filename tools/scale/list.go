@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/procstat"
 )
 
 // listNamespace holds the list phase's synthetic sandboxes.
@@ -304,7 +305,7 @@ func (p *listPhase) measure(ctx context.Context, m listMethod, warmup bool) (Lis
 	if err := e.checkAlive(); err != nil {
 		return ListSample{}, err
 	}
-	_ = resetPeakRSS(e.server.Pid())
+	_ = procstat.ResetPeakRSS(e.server.Pid())
 	before, err := e.serverUsage()
 	if err != nil {
 		return ListSample{}, err
@@ -326,7 +327,7 @@ func (p *listPhase) measure(ctx context.Context, m listMethod, warmup bool) (Lis
 	if err != nil {
 		return s, err
 	}
-	s.ServerCPUSeconds = cpuDelta(before, after)
+	s.ServerCPUSeconds = procstat.CPUDelta(before, after)
 	s.KubeAPIServerCPUSeconds = math.Round((e.kubeAPIServerCPU()-kubeBefore)*1000) / 1000
 	s.ServerRSSBytes, s.ServerPeakRSSBytes = after.RSSBytes, after.PeakRSSBytes
 	return s, nil

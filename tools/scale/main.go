@@ -47,6 +47,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/tests/apiserverenv"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/procstat"
 	"github.com/cocoonstack/sandbox-operator/tools/scale/proxybench"
 )
 
@@ -312,7 +313,7 @@ func runPhases(ctx context.Context, f *flags, log func(string, ...any)) *Results
 		setup.ServerRSSBytes = u.RSSBytes
 	}
 	res.Setup = setup
-	res.Config.PeakRSSResetSupported = resetPeakRSS(e.server.Pid()) == nil
+	res.Config.PeakRSSResetSupported = procstat.ResetPeakRSS(e.server.Pid()) == nil
 	res.Config.KubeAPIServerPIDObserved = e.kubeAPIServerPID != 0
 	if v, err := e.cluster.Clientset().Discovery().ServerVersion(); err == nil {
 		res.Config.KubernetesVersion = v.GitVersion

@@ -13,6 +13,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/tools/scale/stats"
 
 	"github.com/cocoonstack/sandbox-operator/tools/scale/fill"
+	"github.com/cocoonstack/sandbox-operator/tools/scale/procstat"
 	"github.com/cocoonstack/sandbox-operator/tools/scale/proxybench"
 )
 
@@ -140,7 +141,7 @@ func machineInfo() Machine {
 		GoVersion:  runtime.Version(),
 		OS:         runtime.GOOS,
 		Arch:       runtime.GOARCH,
-		ClockTicks: clockTicks(),
+		ClockTicks: procstat.ClockTicks(),
 	}
 	m.CPUModel = procField("/proc/cpuinfo", "model name")
 	if m.CPUModel == "" {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cocoonstack/sandbox-operator/tools/scale/procstat"
 )
 
 // The watch phase's synthetic node and namespace.
@@ -234,7 +236,7 @@ func watchLevel(ctx context.Context, e *Env, nd *syntheticNode, w, events int, i
 	wg.Wait()
 
 	lv.WriteAck = summarize(acks)
-	lv.ServerCPUSeconds = cpuDelta(before, after)
+	lv.ServerCPUSeconds = procstat.CPUDelta(before, after)
 	lv.ServerRSSBytes = after.RSSBytes
 	var samples []float64
 	for _, l := range logs {

@@ -1,4 +1,4 @@
-package main
+package procstat
 
 import (
 	"encoding/binary"
@@ -12,9 +12,9 @@ import (
 	"sync"
 )
 
-// procUsage is a process's CPU time and memory at one moment, read from
+// Usage is a process's CPU time and memory at one moment, read from
 // /proc.
-type procUsage struct {
+type Usage struct {
 	// CPUSeconds is user plus system time of every thread, live and
 	// exited (utime+stime of /proc/PID/stat), at 1/USER_HZ resolution.
 	CPUSeconds float64
@@ -24,24 +24,24 @@ type procUsage struct {
 	PeakRSSBytes uint64
 }
 
-// cpuDelta is the CPU seconds used between two readings, rounded to the
+// CPUDelta is the CPU seconds used between two readings, rounded to the
 // millisecond (the readings are whole ticks; the rounding drops the float
 // noise of subtracting them).
-func cpuDelta(before, after procUsage) float64 {
+func CPUDelta(before, after Usage) float64 {
 	return math.Round((after.CPUSeconds-before.CPUSeconds)*1000) / 1000
 }
 
-// readUsage reads pid's CPU time and memory.
-func readUsage(pid int) (procUsage, error) {
-	cpu, err := readCPUSeconds(pid)
+// Read reads pid's CPU time and memory.
+func Read(pid int) (Usage, error) {
+	cpu, err := CPUSeconds(pid)
 	if err != nil {
-		return procUsage{}, err
+		return Usage{}, err
 	}
-	rss, peak, err := readMemory(pid)
+	rss, peak, err := Memory(pid)
 	if err != nil {
-		return procUsage{}, err
+		return Usage{}, err
 	}
-	return procUsage{CPUSeconds: cpu, RSSBytes: rss, PeakRSSBytes: peak}, nil
+	return Usage{CPUSeconds: cpu, RSSBytes: rss, PeakRSSBytes: peak}, nil
 }
 
 // procStatFields returns the fields of /proc/PID/stat after the command
@@ -61,8 +61,8 @@ func procStatFields(pid int) (comm string, fields []string, err error) {
 	return s[open+1 : end], strings.Fields(s[end+1:]), nil
 }
 
-// readCPUSeconds returns pid's utime+stime in seconds.
-func readCPUSeconds(pid int) (float64, error) {
+// CPUSeconds returns pid's utime+stime in seconds.
+func CPUSeconds(pid int) (float64, error) {
 	_, f, err := procStatFields(pid)
 	if err != nil {
 		return 0, err
@@ -76,11 +76,11 @@ func readCPUSeconds(pid int) (float64, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	return float64(utime+stime) / float64(clockTicks()), nil
+	return float64(utime+stime) / float64(ClockTicks()), nil
 }
 
-// readMemory returns pid's VmRSS and VmHWM in bytes.
-func readMemory(pid int) (rss, peak uint64, err error) {
+// Memory returns pid's VmRSS and VmHWM in bytes.
+func Memory(pid int) (rss, peak uint64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
@@ -117,16 +117,16 @@ func readMemory(pid int) (rss, peak uint64, err error) {
 	return rss, peak, nil
 }
 
-// resetPeakRSS resets pid's VmHWM to its current RSS (writing 5 to
+// ResetPeakRSS resets pid's VmHWM to its current RSS (writing 5 to
 // /proc/PID/clear_refs, Linux 4.0 and later; needs ptrace access to pid,
 // which a parent running as the same user or root has).
-func resetPeakRSS(pid int) error {
+func ResetPeakRSS(pid int) error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
-// findChild returns the pid of a child of ppid whose command name is comm
+// FindChild returns the pid of a child of ppid whose command name is comm
 // (as /proc/PID/stat shows it, truncated to 15 bytes), or 0.
-func findChild(ppid int, comm string) int {
+func FindChild(ppid int, comm string) int {
 	if len(comm) > 15 {
 		comm = comm[:15]
 	}
@@ -173,5 +173,6 @@ var clockTicksOnce = sync.OnceValue(func() int64 {
 	return 100
 })
 
-// clockTicks is USER_HZ, the unit of the times in /proc/PID/stat.
-func clockTicks() int64 { return clockTicksOnce() }
+// ClockTicks is USER_HZ, the unit of the times in /proc/PID/stat; results
+// record it because it bounds the resolution of every CPU figure.
+func ClockTicks() int64 { return clockTicksOnce() }

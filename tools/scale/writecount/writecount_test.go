@@ -1,4 +1,4 @@
-package main
+package writecount
 
 import (
 	"testing"
@@ -14,8 +14,8 @@ apiserver_request_total{code="200",component="apiserver",group="",resource="pods
 etcd_mvcc_put_total 42
 `)
 	var got []string
-	eachSample(raw, func(name, labels string, v float64) {
-		got = append(got, name+"|"+label(labels, "verb")+"|"+label(labels, "subresource"))
+	EachSample(raw, func(name, labels string, v float64) {
+		got = append(got, name+"|"+Label(labels, "verb")+"|"+Label(labels, "subresource"))
 	})
 	want := []string{"apiserver_request_total|POST|", "apiserver_request_total|PATCH|status", "apiserver_request_total|GET|", "etcd_mvcc_put_total||"}
 	if len(got) != len(want) {
@@ -30,18 +30,18 @@ etcd_mvcc_put_total 42
 
 func TestDiffScaleMinus(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	a := writeCounts{at: t0, apiWrites: map[string]float64{"pods": 1}, etcdRequests: map[string]float64{"update": 5}, etcdWritesByType: map[string]float64{"pods": 5}, mvcc: map[string]float64{"put_total": 10, "txn_total": 20}}
-	b := writeCounts{at: t0.Add(2 * time.Second), apiWrites: map[string]float64{"pods": 5, "nodeinventories": 4}, etcdRequests: map[string]float64{"update": 9}, etcdWritesByType: map[string]float64{"pods": 9}, mvcc: map[string]float64{"put_total": 18, "txn_total": 30}}
-	d := diff(a, b)
+	a := Snapshot{at: t0, apiWrites: map[string]float64{"pods": 1}, etcdRequests: map[string]float64{"update": 5}, etcdWritesByType: map[string]float64{"pods": 5}, mvcc: map[string]float64{"put_total": 10, "txn_total": 20}}
+	b := Snapshot{at: t0.Add(2 * time.Second), apiWrites: map[string]float64{"pods": 5, "nodeinventories": 4}, etcdRequests: map[string]float64{"update": 9}, etcdWritesByType: map[string]float64{"pods": 9}, mvcc: map[string]float64{"put_total": 18, "txn_total": 30}}
+	d := Diff(a, b)
 	if d.Seconds != 2 || d.APIWrites != 8 || d.APIWritesByResource["nodeinventories"] != 4 || d.EtcdWrites != 4 || d.EtcdPuts != 8 || d.EtcdTxns != 10 {
-		t.Errorf("diff = %+v", d)
+		t.Errorf("Diff = %+v", d)
 	}
-	s := d.scaled(0.5, 1)
+	s := d.Scaled(0.5, 1)
 	if s.Seconds != 1 || s.APIWrites != 4 || s.EtcdPuts != 4 || s.APIWritesByResource["pods"] != 2 {
-		t.Errorf("scaled = %+v", s)
+		t.Errorf("Scaled = %+v", s)
 	}
-	n := d.minus(s)
+	n := d.Minus(s)
 	if n.APIWrites != 4 || n.EtcdPuts != 4 || n.APIWritesByResource["nodeinventories"] != 2 {
-		t.Errorf("minus = %+v", n)
+		t.Errorf("Minus = %+v", n)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package procstat
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-func TestReadUsageOfSelf(t *testing.T) {
+func TestReadOfSelf(t *testing.T) {
 	pid := os.Getpid()
-	before, err := readUsage(pid)
+	before, err := Read(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestReadUsageOfSelf(t *testing.T) {
 		for range 1_000_000 {
 			x++
 		}
-		if c, err := readCPUSeconds(pid); err == nil && c-before.CPUSeconds >= 0.05 {
+		if c, err := CPUSeconds(pid); err == nil && c-before.CPUSeconds >= 0.05 {
 			break
 		}
 	}
@@ -32,7 +32,7 @@ func TestReadUsageOfSelf(t *testing.T) {
 	for i := 0; i < len(buf); i += 4096 {
 		buf[i] = 1
 	}
-	after, err := readUsage(pid)
+	after, err := Read(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +47,10 @@ func TestReadUsageOfSelf(t *testing.T) {
 
 func TestResetPeakRSS(t *testing.T) {
 	pid := os.Getpid()
-	if err := resetPeakRSS(pid); err != nil {
+	if err := ResetPeakRSS(pid); err != nil {
 		t.Skipf("the kernel does not reset VmHWM here: %v", err)
 	}
-	rss, peak, err := readMemory(pid)
+	rss, peak, err := Memory(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,22 +77,22 @@ func TestFindChild(t *testing.T) {
 		t.Skip(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if got := findChild(os.Getpid(), "sleep"); got != cmd.Process.Pid {
-		t.Errorf("findChild = %d, want %d", got, cmd.Process.Pid)
+	if got := FindChild(os.Getpid(), "sleep"); got != cmd.Process.Pid {
+		t.Errorf("FindChild = %d, want %d", got, cmd.Process.Pid)
 	}
-	if got := findChild(os.Getpid(), "no-such-command"); got != 0 {
-		t.Errorf("findChild of nothing = %d", got)
+	if got := FindChild(os.Getpid(), "no-such-command"); got != 0 {
+		t.Errorf("FindChild of nothing = %d", got)
 	}
 }
 
 func TestReadMissingProcess(t *testing.T) {
-	if _, err := readUsage(1 << 30); err == nil {
+	if _, err := Read(1 << 30); err == nil {
 		t.Error("reading a pid that cannot exist succeeded")
 	}
 }
 
 func TestClockTicks(t *testing.T) {
-	if c := clockTicks(); c < 1 || c > 10000 {
-		t.Errorf("clockTicks = %d", c)
+	if c := ClockTicks(); c < 1 || c > 10000 {
+		t.Errorf("ClockTicks = %d", c)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package writecount
 
 import (
 	"bufio"
@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
-// writeCounts are cumulative write counters of the kube-apiserver and
-// etcd at one moment; subtracting two gives the writes in between.
-type writeCounts struct {
+// Snapshot is the cumulative write counters of the kube-apiserver and
+// etcd at one moment; only the Diff of two means anything.
+type Snapshot struct {
 	at time.Time
 	// apiWrites is apiserver_request_total of the write verbs by resource
 	// (subresources as resource/subresource).
@@ -29,6 +31,10 @@ type writeCounts struct {
 	mvcc map[string]float64
 }
 
+// Time is when s was read, for a caller that sizes its next window from
+// the start of this one.
+func (s Snapshot) Time() time.Time { return s.at }
+
 // writeVerbs are the apiserver_request_total verbs that write.
 var writeVerbs = map[string]bool{
 	"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "DELETECOLLECTION": true,
@@ -38,44 +44,45 @@ var writeVerbs = map[string]bool{
 // etcdWriteOps are the etcd_requests_total operations that write.
 var etcdWriteOps = map[string]bool{"create": true, "update": true, "delete": true}
 
-// readWriteCounts scrapes the kube-apiserver's /metrics (as the admin) and
-// etcd's.
-func (e *Env) readWriteCounts(ctx context.Context) (writeCounts, error) {
-	w := writeCounts{
+// Read scrapes the kube-apiserver's /metrics through kubeAPIServer (a
+// client allowed to read them, such as the admin's) and etcd's at
+// etcdURL, which serves them over plain HTTP.
+func Read(ctx context.Context, kubeAPIServer rest.Interface, etcdURL string) (Snapshot, error) {
+	w := Snapshot{
 		at:               time.Now(),
 		apiWrites:        map[string]float64{},
 		etcdRequests:     map[string]float64{},
 		etcdWritesByType: map[string]float64{},
 		mvcc:             map[string]float64{},
 	}
-	raw, err := e.restRaw.Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := kubeAPIServer.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return w, fmt.Errorf("kube-apiserver /metrics: %w", err)
 	}
-	eachSample(raw, func(name, labels string, v float64) {
+	EachSample(raw, func(name, labels string, v float64) {
 		switch name {
 		case "apiserver_request_total":
-			if !writeVerbs[label(labels, "verb")] {
+			if !writeVerbs[Label(labels, "verb")] {
 				return
 			}
-			res := label(labels, "resource")
-			if sub := label(labels, "subresource"); sub != "" {
+			res := Label(labels, "resource")
+			if sub := Label(labels, "subresource"); sub != "" {
 				res += "/" + sub
 			}
 			w.apiWrites[res] += v
 		case "etcd_requests_total":
-			op := label(labels, "operation")
+			op := Label(labels, "operation")
 			w.etcdRequests[op] += v
 			if etcdWriteOps[op] {
-				res := label(labels, "resource")
-				if g := label(labels, "group"); g != "" {
+				res := Label(labels, "resource")
+				if g := Label(labels, "group"); g != "" {
 					res += "." + g
 				}
 				w.etcdWritesByType[res] += v
 			}
 		}
 	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cluster.EtcdURL()+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, etcdURL+"/metrics", nil)
 	if err != nil {
 		return w, err
 	}
@@ -88,7 +95,7 @@ func (e *Env) readWriteCounts(ctx context.Context) (writeCounts, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return w, fmt.Errorf("etcd /metrics: %s %v", resp.Status, err)
 	}
-	eachSample(raw, func(name, _ string, v float64) {
+	EachSample(raw, func(name, _ string, v float64) {
 		switch name {
 		case "etcd_mvcc_put_total", "etcd_mvcc_delete_total", "etcd_mvcc_txn_total", "etcd_mvcc_range_total":
 			w.mvcc[strings.TrimPrefix(name, "etcd_mvcc_")] += v
@@ -97,8 +104,8 @@ func (e *Env) readWriteCounts(ctx context.Context) (writeCounts, error) {
 	return w, nil
 }
 
-// WriteCounts is a difference of two writeCounts (or a scaled one), as
-// results.json holds it.
+// WriteCounts is a difference of two Snapshots (or a scaled one), in the
+// shape results files hold it.
 type WriteCounts struct {
 	Seconds float64 `json:"seconds"`
 	// APIWrites is the kube-apiserver's write requests (all resources),
@@ -118,8 +125,8 @@ type WriteCounts struct {
 	EtcdTxns    float64 `json:"etcdTxns"`
 }
 
-// diff is after minus before.
-func diff(before, after writeCounts) WriteCounts {
+// Diff is after minus before.
+func Diff(before, after Snapshot) WriteCounts {
 	d := WriteCounts{
 		Seconds:                 after.at.Sub(before.at).Seconds(),
 		APIWritesByResource:     subMap(after.apiWrites, before.apiWrites),
@@ -138,8 +145,9 @@ func diff(before, after writeCounts) WriteCounts {
 	return d
 }
 
-// scaled is w with every count multiplied by f, over seconds.
-func (w WriteCounts) scaled(f, seconds float64) WriteCounts {
+// Scaled is w with every count multiplied by f, over seconds: an idle
+// window stretched to another's length, or a total split per object.
+func (w WriteCounts) Scaled(f, seconds float64) WriteCounts {
 	return WriteCounts{
 		Seconds:                 seconds,
 		APIWrites:               w.APIWrites * f,
@@ -153,8 +161,9 @@ func (w WriteCounts) scaled(f, seconds float64) WriteCounts {
 	}
 }
 
-// minus is w - o, field by field.
-func (w WriteCounts) minus(o WriteCounts) WriteCounts {
+// Minus is w - o, field by field, keeping w's Seconds: what a window
+// wrote beyond the background (o).
+func (w WriteCounts) Minus(o WriteCounts) WriteCounts {
 	return WriteCounts{
 		Seconds:                 w.Seconds,
 		APIWrites:               w.APIWrites - o.APIWrites,
@@ -195,10 +204,10 @@ func scaleMap(m map[string]float64, f float64) map[string]float64 {
 	return out
 }
 
-// eachSample calls fn for every sample line of a Prometheus text
+// EachSample calls fn for every sample line of a Prometheus text
 // exposition: the metric name, the raw label set (without braces) and the
 // value.
-func eachSample(raw []byte, fn func(name, labels string, v float64)) {
+func EachSample(raw []byte, fn func(name, labels string, v float64)) {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -231,9 +240,10 @@ func eachSample(raw []byte, fn func(name, labels string, v float64)) {
 	}
 }
 
-// label returns the value of name in a Prometheus label set. Values here
-// never hold commas or escaped quotes.
-func label(labels, name string) string {
+// Label returns the value of name in a Prometheus label set as EachSample
+// passes it. It splits on commas and ignores escapes, which is enough for
+// the labels the kube-apiserver and etcd write counters carry.
+func Label(labels, name string) string {
 	for _, kv := range strings.Split(labels, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if ok && strings.TrimSpace(k) == name {
