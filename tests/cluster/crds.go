@@ -47,6 +47,43 @@ func (c *Cluster) InstallCRDs(ctx context.Context, yamls ...[]byte) error {
 			return err
 		}
 	}
+	// Discovery lags behind Established: a client that maps kinds through
+	// it (controller-runtime's, kubectl) would find no match for a moment.
+	for _, crd := range crds {
+		if err := c.waitDiscovered(ctx, crd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitDiscovered polls until discovery lists the CRD's resource in every
+// version it serves.
+func (c *Cluster) waitDiscovered(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := crd.Spec.Group + "/" + v.Name
+		var last error
+		err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) {
+			list, err := c.clientset.Discovery().ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			for _, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					return true, nil
+				}
+			}
+			last = fmt.Errorf("%s lists no %s", gv, crd.Spec.Names.Plural)
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("wait for discovery to serve CRD %s: %w", crd.Name, errors.Join(err, last))
+		}
+	}
 	return nil
 }
 
