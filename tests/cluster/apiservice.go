@@ -62,6 +62,9 @@ func APIServiceName(group, version string) string { return version + "." + group
 // in ServiceIPRange that can be bound here, creates a Service with it and
 // the port, an EndpointSlice for the availability check and the APIService,
 // and returns a listener already bound at the Service's ClusterIP and port.
+// On a node cluster (StartNodeCluster) the Service takes a ClusterIP of the
+// node's range, which kube-proxy routes to the EndpointSlice's address, and
+// the listener is bound at the node's address.
 //
 // The listener is handed to the aggregated server (testbin.StartProcess
 // passes it to a child, which takes it through src/serve) or served on in
@@ -82,7 +85,11 @@ func (c *Cluster) RegisterAPIService(ctx context.Context, spec APIServiceSpec) (
 	if err := c.ensureNamespace(ctx, spec.Namespace); err != nil {
 		return nil, err
 	}
-	svc, ln, err := c.createLoopbackService(ctx, spec)
+	create := c.createLoopbackService
+	if c.nodeIP != "" {
+		create = c.createNodeService
+	}
+	svc, ln, err := create(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +222,39 @@ func (c *Cluster) createLoopbackService(ctx context.Context, spec APIServiceSpec
 	return nil, nil, fmt.Errorf("no bindable ClusterIP in %s after %d attempts: %w", ServiceIPRange, maxIPAttempts, lastErr)
 }
 
+// createNodeService is createLoopbackService on a cluster with a node: the
+// node's kube-proxy routes the Service's ClusterIP (allocated from the
+// node's own service range) to the EndpointSlice's address, so the server
+// listens at the node's address, where the slice points.
+func (c *Cluster) createNodeService(ctx context.Context, spec APIServiceSpec) (*corev1.Service, *net.TCPListener, error) {
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.ParseIP(c.nodeIP), Port: int(spec.Port)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bind %s:%d: %w", c.nodeIP, spec.Port, err)
+	}
+	port := int32(ln.Addr().(*net.TCPAddr).Port)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.ServiceName, Namespace: spec.Namespace},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP,
+			Ports: []corev1.ServicePort{{
+				Name: "https", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port),
+			}},
+		},
+	}
+	created, err := c.clientset.CoreV1().Services(spec.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, fmt.Errorf("create Service %s/%s: %w", spec.Namespace, spec.ServiceName, err)
+	}
+	return created, ln, nil
+}
+
 func (c *Cluster) createEndpointSlice(ctx context.Context, svc *corev1.Service) error {
 	port := svc.Spec.Ports[0]
+	address := EndpointSliceAddress
+	if c.nodeIP != "" {
+		address = c.nodeIP
+	}
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      svc.Name,
@@ -228,7 +266,7 @@ func (c *Cluster) createEndpointSlice(ctx context.Context, svc *corev1.Service) 
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{EndpointSliceAddress},
+			Addresses:  []string{address},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
 		}},
 		Ports: []discoveryv1.EndpointPort{{

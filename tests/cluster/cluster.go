@@ -30,6 +30,11 @@ type Cluster struct {
 	clientset kubernetes.Interface
 	dynamic   dynamic.Interface
 
+	// nodeIP is set when a node (StartNodeCluster) runs kube-proxy for
+	// this control plane: aggregated servers then sit behind a Service
+	// of the node's own range, reached at nodeIP (apiservice.go).
+	nodeIP string
+
 	stopOnce sync.Once
 	stopErr  error
 

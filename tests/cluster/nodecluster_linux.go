@@ -150,6 +150,7 @@ func (n *NodeCluster) start(ctx context.Context, o NodeOptions) error {
 	if n.Cluster, err = StartContext(ctx, filepath.Join(n.dir, "control-plane"), opts...); err != nil {
 		return err
 	}
+	n.Cluster.nodeIP = NodeIP
 	n.timings.ControlPlane = time.Since(began)
 
 	caFile := filepath.Join(n.Cluster.dir, "pki", "serving-ca.crt")

@@ -89,23 +89,15 @@ func GoTool() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-// fromEnv resolves the runfiles location in env; ok is false when env is
-// unset.
+// fromEnv resolves the runfiles location in env (see Runfile); ok is false
+// when env is unset.
 func fromEnv(env string) (path string, ok bool, err error) {
-	p := os.Getenv(env)
-	if p == "" {
+	if os.Getenv(env) == "" {
 		return "", false, nil
 	}
-	abs := p
-	if !filepath.IsAbs(p) {
-		root := os.Getenv("RUNFILES_DIR")
-		if root == "" {
-			root = os.Getenv("TEST_SRCDIR")
-		}
-		if root == "" {
-			return "", true, fmt.Errorf("%s=%q is a runfiles location but neither RUNFILES_DIR nor TEST_SRCDIR is set", env, p)
-		}
-		abs = filepath.Join(root, p)
+	abs, err := Runfile(env)
+	if err != nil {
+		return "", true, err
 	}
 	if _, err := os.Stat(abs); err != nil {
 		return "", true, fmt.Errorf("%s names a missing binary: %w", env, err)
