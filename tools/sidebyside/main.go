@@ -259,5 +259,10 @@ func readResults(path string) (*Results, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	for _, pr := range r.Paths {
+		for i := range pr.Phases {
+			pr.Phases[i].summarize()
+		}
+	}
 	return &r, nil
 }

@@ -37,8 +37,9 @@ type path interface {
 	sandboxes() schema.GroupVersionResource
 	// controlPlane are the pids of the path's own control plane by name.
 	controlPlane() map[string]int
-	// warm counts the pool's warm sandboxes, as the path knows them.
-	warm(ctx context.Context, n *cluster.NodeCluster) (int, error)
+	// warm counts the pool's warm sandboxes, as the path knows them, in
+	// reports made after since.
+	warm(ctx context.Context, n *cluster.NodeCluster, since time.Time) (int, error)
 	close() error
 }
 
@@ -73,8 +74,10 @@ func (p *podPath) controlPlane() map[string]int {
 }
 func (p *podPath) close() error { return p.ctl.Stop() }
 
-// warm is the pool's status.readyReplicas, which the controller keeps.
-func (p *podPath) warm(ctx context.Context, n *cluster.NodeCluster) (int, error) {
+// warm is the pool's status.readyReplicas, which the controller keeps as
+// it sees its Sandboxes change; the status carries no time to hold since
+// against.
+func (p *podPath) warm(ctx context.Context, n *cluster.NodeCluster, _ time.Time) (int, error) {
 	ready, err := podpath.ReadyReplicas(ctx, n, namespace, poolName)
 	return int(ready), err
 }
@@ -137,14 +140,20 @@ func (o *operatorPath) controlPlane() map[string]int {
 
 // warm sums the nodes' published warm VMs of the pool's template: the
 // driver's status.readyReplicas is written when it reconciles, which a
-// claim does not trigger.
-func (o *operatorPath) warm(ctx context.Context, n *cluster.NodeCluster) (int, error) {
+// claim does not trigger. A node that has not published since counts
+// nothing: its inventory predates what the caller waits for.
+func (o *operatorPath) warm(ctx context.Context, n *cluster.NodeCluster, since time.Time) (int, error) {
 	list, err := n.Dynamic().Resource(v1beta1.NodeInventoryGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
 	total := 0
 	for _, inv := range list.Items {
+		published, _, _ := unstructured.NestedString(inv.Object, "publishedAt")
+		at, err := time.Parse(time.RFC3339, published)
+		if err != nil || !at.After(since) {
+			continue
+		}
 		pools, _, _ := unstructured.NestedSlice(inv.Object, "pools")
 		for _, raw := range pools {
 			pool, _ := raw.(map[string]any)

@@ -12,11 +12,11 @@ import (
 func writeReport(dir string, r *Results) error {
 	var p report.Page
 	p.Heading(1, "This system beside the Pod path, on one real node")
-	p.Para(fmt.Sprintf("Measured %s on %s by `tools/bazel run //tools/sidebyside` (config %v). "+
+	p.Para(fmt.Sprintf("Measured %s on %s by `tools/bazel run //tools/sidebyside` (%s). "+
 		"Each path ran alone on a fresh single-node cluster: etcd, kube-apiserver, kube-controller-manager, "+
 		"kube-scheduler, a kubelet on containerd and kube-proxy. Both fill the same SandboxTemplate (the build's "+
 		"pause image) and SandboxWarmPool; the Pod path's sandbox is a Pod the kubelet runs, this system's a "+
-		"claim on a simulated sandboxd node (a real node boots a microVM there).", r.Date, r.Machine, r.Config))
+		"claim on a simulated sandboxd node (a real node boots a microVM there).", r.Date, r.Machine, describeConfig(r.Config)))
 	if len(r.Paths) == 0 {
 		return fmt.Errorf("no path in the results")
 	}
@@ -27,7 +27,7 @@ func writeReport(dir string, r *Results) error {
 		"to the object gone; for a list, the call. Milliseconds.")
 	header := []string{"step"}
 	for _, pr := range r.Paths {
-		header = append(header, pr.Path+" p50", "p90", "p99")
+		header = append(header, pr.Path+" p50", "p90", "p99", "create answered p50")
 	}
 	if len(r.Paths) == 2 {
 		header = append(header, "p50 ratio")
@@ -39,11 +39,15 @@ func writeReport(dir string, r *Results) error {
 		for _, pr := range r.Paths {
 			ph, ok := phaseOf(pr, name)
 			if !ok {
-				row = append(row, "—", "—", "—")
+				row = append(row, "—", "—", "—", "—")
 				p50s = append(p50s, 0)
 				continue
 			}
-			row = append(row, ms(ph.P50), ms(ph.P90), ms(ph.P99))
+			ack := "—"
+			if len(ph.AckSeconds) > 0 {
+				ack = ms(ph.AckP50)
+			}
+			row = append(row, ms(ph.P50), ms(ph.P90), ms(ph.P99), ack)
 			p50s = append(p50s, ph.P50)
 		}
 		if len(r.Paths) == 2 {
@@ -77,8 +81,32 @@ func writeReport(dir string, r *Results) error {
 	p.Table(header, rows)
 	p.AddChart("etcd-puts.svg", "etcd puts per sandbox by step", barChart("etcd puts per sandbox", "puts", r, names, func(ph Phase) float64 { return ph.EtcdPutsPer }))
 
+	p.Heading(2, "Writes by resource")
+	p.Para("The kube-apiserver's write requests during each step, by resource: what each path writes a sandbox with.")
+	for _, pr := range r.Paths {
+		var resources []string
+		for _, ph := range pr.Phases {
+			for k := range ph.Writes.APIWritesByResource {
+				if !slices.Contains(resources, k) {
+					resources = append(resources, k)
+				}
+			}
+		}
+		slices.Sort(resources)
+		rows = nil
+		for _, ph := range pr.Phases {
+			row := []string{ph.Name}
+			for _, k := range resources {
+				row = append(row, fmt.Sprintf("%.0f", ph.Writes.APIWritesByResource[k]))
+			}
+			rows = append(rows, row)
+		}
+		p.Heading(3, pr.Path)
+		p.Table(append([]string{"step"}, resources...), rows)
+	}
+
 	p.Heading(2, "CPU by process")
-	p.Para("Seconds each process spent during each step (etcd runs inside the harness and is not listed).")
+	p.Para("Seconds each process spent during each step, read from /proc at the kernel's clock tick (10 ms), so short steps round; etcd runs inside the harness and is not listed.")
 	for _, pr := range r.Paths {
 		var procs []string
 		for _, ph := range pr.Phases {
@@ -186,4 +214,10 @@ func ratio(a, b float64) string {
 		return "—"
 	}
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", a/b), ".0") + "×"
+}
+
+// describeConfig is the run's settings in words.
+func describeConfig(c map[string]any) string {
+	return fmt.Sprintf("a pool of %v, %v claims one at a time, bursts of %v, %v lists; %v simulated nodes on this system's side",
+		c["pool"], c["sequential"], c["bursts"], c["lists"], c["operatorNodes"])
 }
