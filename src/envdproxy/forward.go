@@ -34,6 +34,9 @@ type relayed struct {
 	body *watchedBody
 	// uploadLimit is the size limit the body was capped at, for the 413.
 	uploadLimit int64
+	// inline sends the exchange on the handler's goroutine (inline.go)
+	// instead of through tr.
+	inline bool
 }
 
 // limitOf is the upload limit noted on r's relay.
@@ -129,6 +132,10 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Con
 		// response starts). HTTP/2 is full duplex already.
 		_ = http.NewResponseController(w).EnableFullDuplex()
 	}
+	rl := &relayed{conn: conn, uploadLimit: uploadLimit}
+	if !f.guestHTTP2 && inlineable(r) {
+		rl.inline = true
+	}
 	tr := &http.Transport{
 		DialContext:            oneShot(conn),
 		DisableKeepAlives:      !f.guestHTTP2,
@@ -143,7 +150,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Con
 		tr.CloseIdleConnections()
 		_ = conn.Close()
 	}()
-	rl := &relayed{conn: conn, tr: tr, uploadLimit: uploadLimit}
+	rl.tr = tr
 	if r.Body != nil && r.Body != http.NoBody {
 		rl.body = &watchedBody{ReadCloser: r.Body}
 		r.Body = rl.body
@@ -170,6 +177,9 @@ func (relayRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	rl, ok := r.Context().Value(relayKey{}).(*relayed)
 	if !ok {
 		return nil, errors.New("envdproxy: request without a relay")
+	}
+	if rl.inline {
+		return inlineRoundTrip(r, rl.conn)
 	}
 	return rl.tr.RoundTrip(r)
 }
