@@ -84,49 +84,15 @@ func writeReport(dir string, r *Results) error {
 	p.Heading(2, "Writes by resource")
 	p.Para("The kube-apiserver's write requests during each step, by resource: what each path writes a sandbox with.")
 	for _, pr := range r.Paths {
-		var resources []string
-		for _, ph := range pr.Phases {
-			for k := range ph.Writes.APIWritesByResource {
-				if !slices.Contains(resources, k) {
-					resources = append(resources, k)
-				}
-			}
-		}
-		slices.Sort(resources)
-		rows = nil
-		for _, ph := range pr.Phases {
-			row := []string{ph.Name}
-			for _, k := range resources {
-				row = append(row, fmt.Sprintf("%.0f", ph.Writes.APIWritesByResource[k]))
-			}
-			rows = append(rows, row)
-		}
 		p.Heading(3, pr.Path)
-		p.Table(append([]string{"step"}, resources...), rows)
+		keyedTable(&p, pr, "%.0f", func(ph Phase) map[string]float64 { return ph.Writes.APIWritesByResource })
 	}
 
 	p.Heading(2, "CPU by process")
 	p.Para("Seconds each process spent during each step, read from /proc at the kernel's clock tick (10 ms), so short steps round; etcd runs inside the harness and is not listed.")
 	for _, pr := range r.Paths {
-		var procs []string
-		for _, ph := range pr.Phases {
-			for k := range ph.CPUSeconds {
-				if !slices.Contains(procs, k) {
-					procs = append(procs, k)
-				}
-			}
-		}
-		slices.Sort(procs)
-		rows = nil
-		for _, ph := range pr.Phases {
-			row := []string{ph.Name}
-			for _, k := range procs {
-				row = append(row, fmt.Sprintf("%.2f", ph.CPUSeconds[k]))
-			}
-			rows = append(rows, row)
-		}
 		p.Heading(3, pr.Path)
-		p.Table(append([]string{"step"}, procs...), rows)
+		keyedTable(&p, pr, "%.2f", func(ph Phase) map[string]float64 { return ph.CPUSeconds })
 	}
 
 	p.Heading(2, "Pool refill")
@@ -158,6 +124,29 @@ func writeReport(dir string, r *Results) error {
 	}
 	p.Table(header, rows)
 	return p.WriteDir(dir, "report.md")
+}
+
+// keyedTable is a table of a path's steps by the keys of one map of
+// each step (resources, processes), in key order.
+func keyedTable(p *report.Page, pr *PathResults, format string, values func(Phase) map[string]float64) {
+	var keys []string
+	for _, ph := range pr.Phases {
+		for k := range values(ph) {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	var rows [][]string
+	for _, ph := range pr.Phases {
+		row := []string{ph.Name}
+		for _, k := range keys {
+			row = append(row, fmt.Sprintf(format, values(ph)[k]))
+		}
+		rows = append(rows, row)
+	}
+	p.Table(append([]string{"step"}, keys...), rows)
 }
 
 // controlPlaneCPU is what the path's own controller (the upstream
