@@ -132,25 +132,25 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Con
 		// response starts). HTTP/2 is full duplex already.
 		_ = http.NewResponseController(w).EnableFullDuplex()
 	}
-	rl := &relayed{conn: conn, uploadLimit: uploadLimit}
-	if !f.guestHTTP2 && inlineable(r) {
-		rl.inline = true
-	}
-	tr := &http.Transport{
-		DialContext:            oneShot(conn),
-		DisableKeepAlives:      !f.guestHTTP2,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 1 << 20,
-	}
-	if f.guestHTTP2 {
-		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetUnencryptedHTTP2(true)
+	rl := &relayed{conn: conn, uploadLimit: uploadLimit, inline: !f.guestHTTP2 && inlineable(r)}
+	if !rl.inline {
+		rl.tr = &http.Transport{
+			DialContext:            oneShot(conn),
+			DisableKeepAlives:      !f.guestHTTP2,
+			DisableCompression:     true,
+			MaxResponseHeaderBytes: maxResponseHeader,
+		}
+		if f.guestHTTP2 {
+			rl.tr.Protocols = new(http.Protocols)
+			rl.tr.Protocols.SetUnencryptedHTTP2(true)
+		}
 	}
 	defer func() {
-		tr.CloseIdleConnections()
+		if rl.tr != nil {
+			rl.tr.CloseIdleConnections()
+		}
 		_ = conn.Close()
 	}()
-	rl.tr = tr
 	if r.Body != nil && r.Body != http.NoBody {
 		rl.body = &watchedBody{ReadCloser: r.Body}
 		r.Body = rl.body

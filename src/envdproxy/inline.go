@@ -22,8 +22,8 @@ import (
 // reading it.
 const inlineBodyMax = 64 << 10
 
-// maxResponseHeader bounds an answer's status line and headers, as the
-// Transport's MaxResponseHeaderBytes did.
+// maxResponseHeader bounds an answer's status line and headers, inline
+// and through the Transport alike.
 const maxResponseHeader = 1 << 20
 
 // inlineable reports whether r can go inline.
