@@ -55,6 +55,9 @@ import (
 var allPhases = []string{"list", "watch", "burst", "fill", "proxy"}
 
 func main() {
+	// The proxy phase times its requests from a second process of this
+	// binary (tools/scale/proxybench, client.go).
+	proxybench.RunClientIfChild()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -1,6 +1,7 @@
 package proxybench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -93,11 +94,20 @@ type Result struct {
 	// reference (see the package comment).
 	DirectReusedRelay Path `json:"direct_reused_relay"`
 
+	// Floor is small requests on a kept connection to the guest's
+	// handler served straight from another process: what one HTTP
+	// exchange between two processes costs on this machine, and so the
+	// least any hop added to the path can add.
+	Floor Path `json:"floor"`
+
 	// AddedP50Ms (and P95, P99) is proxied − direct latency at that
 	// percentile.
 	AddedP50Ms float64 `json:"added_p50_ms"`
 	AddedP95Ms float64 `json:"added_p95_ms"`
 	AddedP99Ms float64 `json:"added_p99_ms"`
+	// ProxyOwnP50Ms is AddedP50Ms less the floor's p50: what the proxy's
+	// own work adds beyond the exchange its hop costs any process.
+	ProxyOwnP50Ms float64 `json:"proxy_own_p50_ms"`
 	// DownloadRatio and UploadRatio are proxied ÷ direct median
 	// throughput (1 = the proxy costs nothing).
 	DownloadRatio float64 `json:"download_ratio"`
@@ -179,7 +189,10 @@ type bench struct {
 	proxy    *proxyProcess
 	proxyUp  time.Duration
 
-	direct, proxied, reused *target
+	// floor serves the floor path; plan is what the client is told.
+	floor    net.Listener
+	floorSrv *http.Server
+	plan     clientPlan
 }
 
 func (b *bench) setup(ctx context.Context) error {
@@ -260,28 +273,43 @@ func (b *bench) setup(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("claim id %q is not a sandbox id", claim.ID)
 	}
-	relay, err := sandboxd.New(n.Addr(), sandboxd.WithToken(claim.Token))
-	if err != nil {
-		return fmt.Errorf("sandboxd client: %w", err)
+	if err := b.startFloor(); err != nil {
+		return err
 	}
-	dialRelay := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return relay.DialPort(ctx, claim.ID, guestPort)
+	b.plan = clientPlan{
+		Requests: cfg.Requests, WarmupRequests: cfg.WarmupRequests,
+		BulkBytes: cfg.BulkBytes, BulkRepeats: cfg.BulkRepeats, BulkTimeout: cfg.Timeout,
+		NodeAddr: n.Addr(), SandboxID: claim.ID, ClaimToken: claim.Token,
+		ProxyAddr: b.proxy.addr, ProxyHost: strconv.Itoa(guestPort) + "-" + dnsID + "." + domain,
+		AccessToken: envdtoken.Derive([]byte(secret), claim.Token),
+		FloorAddr:   b.floor.Addr().String(),
 	}
-	b.direct = newTarget("http://guest", "guest", "",
-		&http.Transport{Proxy: nil, DialContext: dialRelay, DisableKeepAlives: true, DisableCompression: true})
-	b.reused = newTarget("http://guest", "guest", "",
-		&http.Transport{Proxy: nil, DialContext: dialRelay, MaxIdleConnsPerHost: 1, DisableCompression: true})
-	b.proxied = newTarget("http://"+b.proxy.addr, strconv.Itoa(guestPort)+"-"+dnsID+"."+domain, envdtoken.Derive([]byte(secret), claim.Token),
-		&http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true})
 
 	// The informer may trail /healthz by a moment; the first proxied
 	// answer proves the proxy places the sandbox.
+	probe := newTarget("http://"+b.plan.ProxyAddr, b.plan.ProxyHost, b.plan.AccessToken,
+		&http.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true})
+	defer probe.transport.CloseIdleConnections()
 	return waitFor(ctx, cfg.Timeout, "the proxy routes to the sandbox", func() (bool, string) {
-		if _, err := b.proxied.small(ctx); err != nil {
+		if _, err := probe.small(ctx); err != nil {
 			return false, err.Error()
 		}
 		return true, ""
 	})
+}
+
+// startFloor serves the guest's handler straight from this process on
+// loopback: the floor path, one HTTP exchange between two processes on a
+// kept connection, which any hop added to the path costs at least.
+func (b *bench) startFloor() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("floor listener: %w", err)
+	}
+	b.floor = ln
+	b.floorSrv = &http.Server{Handler: guestHandler(), ReadHeaderTimeout: requestTimeout}
+	go func() { _ = b.floorSrv.Serve(ln) }()
+	return nil
 }
 
 // waitPublished waits until the node's NodeInventory lists the claim, so
@@ -312,74 +340,32 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 		Requests: cfg.Requests, WarmupRequests: cfg.WarmupRequests, SmallBytes: SmallBytes,
 		BulkBytes: cfg.BulkBytes, BulkRepeats: cfg.BulkRepeats, ProxyStartS: b.proxyUp.Seconds(),
 	}
-	paths := []*target{b.direct, b.proxied, b.reused}
+	cfg.Logf("proxybench: a client process sends %d warm-up and %d timed small GETs per path, interleaved, then the bulk transfers", cfg.WarmupRequests, cfg.Requests)
+	rep, err := runClientProcess(ctx, b.plan, logWriter{cfg.Logf})
+	if err != nil {
+		return res, err
+	}
+	var lat [numPaths]Latency
+	for j := range numPaths {
+		lat[j] = summarize(rep.Small[j])
+		lat[j].ReusedConnections = rep.Reused[j]
+	}
+	res.Direct = Path{Reuse: "nothing: a new node connection and relay per request", Latency: lat[pathDirect]}
+	res.Proxied = Path{Reuse: "the client's keep-alive connection to the proxy; the proxy opens a new relay per request", Latency: lat[pathProxied]}
+	res.DirectReusedRelay = Path{Reuse: "one relay kept open, HTTP keep-alive inside it", Latency: lat[pathReusedRelay]}
+	res.Floor = Path{Reuse: "a keep-alive connection to the guest's handler served from another process, no relay", Latency: lat[pathFloor]}
+	res.AddedP50Ms = lat[pathProxied].P50Ms - lat[pathDirect].P50Ms
+	res.AddedP95Ms = lat[pathProxied].P95Ms - lat[pathDirect].P95Ms
+	res.AddedP99Ms = lat[pathProxied].P99Ms - lat[pathDirect].P99Ms
+	res.ProxyOwnP50Ms = res.AddedP50Ms - lat[pathFloor].P50Ms
+	cfg.Logf("proxybench: small GET p50/p95/p99 ms: direct %.3f/%.3f/%.3f, proxied %.3f/%.3f/%.3f, reused relay %.3f/%.3f/%.3f, floor %.3f/%.3f/%.3f",
+		lat[0].P50Ms, lat[0].P95Ms, lat[0].P99Ms, lat[1].P50Ms, lat[1].P95Ms, lat[1].P99Ms,
+		lat[2].P50Ms, lat[2].P95Ms, lat[2].P99Ms, lat[3].P50Ms, lat[3].P95Ms, lat[3].P99Ms)
 
-	cfg.Logf("proxybench: %d warm-up and %d timed small GETs per path, interleaved", cfg.WarmupRequests, cfg.Requests)
-	for range cfg.WarmupRequests {
-		for _, t := range paths {
-			if _, err := t.small(ctx); err != nil {
-				return res, fmt.Errorf("warm-up: %w", err)
-			}
-		}
-	}
-	// Interleaved, rotating which path goes first, so a burst of load from
-	// elsewhere on the machine hits every path alike.
-	samples := make([][]time.Duration, len(paths))
-	reused := make([]int, len(paths))
-	for i := range cfg.Requests {
-		for k := range paths {
-			j := (i + k) % len(paths)
-			s, err := paths[j].small(ctx)
-			if err != nil {
-				return res, fmt.Errorf("small request %d: %w", i, err)
-			}
-			samples[j] = append(samples[j], s.took)
-			if s.reused {
-				reused[j]++
-			}
-		}
-	}
-	lat := make([]Latency, len(paths))
-	for j := range paths {
-		lat[j] = summarize(samples[j])
-		lat[j].ReusedConnections = reused[j]
-	}
-	res.Direct = Path{Reuse: "nothing: a new node connection and relay per request", Latency: lat[0]}
-	res.Proxied = Path{Reuse: "the client's keep-alive connection to the proxy; the proxy opens a new relay per request", Latency: lat[1]}
-	res.DirectReusedRelay = Path{Reuse: "one relay kept open, HTTP keep-alive inside it", Latency: lat[2]}
-	res.AddedP50Ms = lat[1].P50Ms - lat[0].P50Ms
-	res.AddedP95Ms = lat[1].P95Ms - lat[0].P95Ms
-	res.AddedP99Ms = lat[1].P99Ms - lat[0].P99Ms
-	cfg.Logf("proxybench: small GET p50/p95/p99 ms: direct %.3f/%.3f/%.3f, proxied %.3f/%.3f/%.3f, reused relay %.3f/%.3f/%.3f",
-		lat[0].P50Ms, lat[0].P95Ms, lat[0].P99Ms, lat[1].P50Ms, lat[1].P95Ms, lat[1].P99Ms, lat[2].P50Ms, lat[2].P95Ms, lat[2].P99Ms)
-
-	for _, dir := range []struct {
-		name string
-		run  func(*target, context.Context, int64) (time.Duration, error)
-		set  func(p *Path, t Throughput)
-	}{
-		{"download", (*target).download, func(p *Path, t Throughput) { p.Download = &t }},
-		{"upload", (*target).upload, func(p *Path, t Throughput) { p.Upload = &t }},
-	} {
-		took := map[*target][]time.Duration{}
-		for i := range cfg.BulkRepeats {
-			order := []*target{b.direct, b.proxied}
-			if i%2 == 1 { // alternate which path goes first
-				order = []*target{b.proxied, b.direct}
-			}
-			for _, t := range order {
-				bulkCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-				d, err := dir.run(t, bulkCtx, cfg.BulkBytes)
-				cancel()
-				if err != nil {
-					return res, fmt.Errorf("bulk %s %d: %w", dir.name, i, err)
-				}
-				took[t] = append(took[t], d)
-			}
-		}
-		dir.set(&res.Direct, throughput(cfg.BulkBytes, took[b.direct]))
-		dir.set(&res.Proxied, throughput(cfg.BulkBytes, took[b.proxied]))
-	}
+	res.Direct.Download = ptr(throughput(cfg.BulkBytes, rep.Download[pathDirect]))
+	res.Proxied.Download = ptr(throughput(cfg.BulkBytes, rep.Download[pathProxied]))
+	res.Direct.Upload = ptr(throughput(cfg.BulkBytes, rep.Upload[pathDirect]))
+	res.Proxied.Upload = ptr(throughput(cfg.BulkBytes, rep.Upload[pathProxied]))
 	res.DownloadRatio = ratio(res.Proxied.Download.MedianMBps, res.Direct.Download.MedianMBps)
 	res.UploadRatio = ratio(res.Proxied.Upload.MedianMBps, res.Direct.Upload.MedianMBps)
 	cfg.Logf("proxybench: %d MiB download MB/s direct %.0f, proxied %.0f (×%.2f); upload direct %.0f, proxied %.0f (×%.2f)",
@@ -388,14 +374,22 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+func ptr[T any](v T) *T { return &v }
+
+// logWriter passes the client process's stderr on, a line per write.
+type logWriter struct{ logf func(string, ...any) }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.logf("proxybench client: %s", bytes.TrimRight(p, "\n"))
+	return len(p), nil
+}
+
 // cleanup stops the proxy and the node and deletes the node's
 // NodeInventory and the work directory.
 func (b *bench) cleanup() error {
 	var errs []error
-	for _, t := range []*target{b.direct, b.proxied, b.reused} {
-		if t != nil {
-			t.transport.CloseIdleConnections()
-		}
+	if b.floorSrv != nil {
+		errs = append(errs, b.floorSrv.Close())
 	}
 	if b.proxy != nil {
 		errs = append(errs, b.proxy.stop())
