@@ -49,7 +49,11 @@ type BurstResults struct {
 	// bursts (the simulated nodes publishing their NodeInventory every
 	// second is the background).
 	Idle writecount.WriteCounts `json:"idle"`
-	Kube *BurstRun              `json:"kube,omitempty"`
+	// IdleServerCPUSeconds is the sandbox-apiserver's CPU time over the
+	// idle window: its background (the informer decoding those publishes,
+	// leader election, metrics).
+	IdleServerCPUSeconds float64   `json:"idleServerCPUSeconds"`
+	Kube                 *BurstRun `json:"kube,omitempty"`
 	E2B  *BurstRun              `json:"e2b,omitempty"`
 }
 
@@ -91,6 +95,11 @@ type BurstRun struct {
 	// window, ServerPeakRSSBytes its peak resident set in it.
 	ServerCPUSeconds   float64 `json:"serverCPUSeconds"`
 	ServerPeakRSSBytes uint64  `json:"serverPeakRSSBytes"`
+	// ServerCPUPerClaimMs is ServerCPUSeconds less the idle window's CPU
+	// scaled to this window's length, per created sandbox: what one
+	// create, its watch events and its share of the list after cost the
+	// server.
+	ServerCPUPerClaimMs float64 `json:"serverCPUPerClaimMs"`
 	// CleanupSeconds is deleting every created sandbox until the fleet
 	// holds no claims; DeleteFailed the deletes that failed.
 	CleanupSeconds float64 `json:"cleanupSeconds"`
@@ -124,6 +133,10 @@ func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...
 	if err != nil {
 		return res, err
 	}
+	idleU0, err := e.serverUsage()
+	if err != nil {
+		return res, err
+	}
 	select {
 	case <-time.After(idle):
 	case <-ctx.Done():
@@ -133,10 +146,15 @@ func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...
 	if err != nil {
 		return res, err
 	}
+	idleU1, err := e.serverUsage()
+	if err != nil {
+		return res, err
+	}
 	res.Idle = writecount.Diff(w0, w1)
+	res.IdleServerCPUSeconds = procstat.CPUDelta(idleU0, idleU1)
 
 	kube := &burster{
-		e: e, n: cfg.Burst, idle: res.Idle, namespace: burstNamespace,
+		e: e, n: cfg.Burst, idle: res.Idle, idleCPU: res.IdleServerCPUSeconds, namespace: burstNamespace,
 		run: &BurstRun{Surface: "kube", Description: "dynamic client Create of Sandbox objects (template annotation base) through the kube-apiserver"},
 	}
 	kube.create, kube.remove = kube.kubeCreate, kube.kubeDelete
@@ -146,7 +164,7 @@ func runBurstPhase(ctx context.Context, e *Env, cfg Config, log func(string, ...
 	}
 
 	eb := &burster{
-		e: e, n: cfg.Burst, idle: res.Idle, namespace: e2bNamespace,
+		e: e, n: cfg.Burst, idle: res.Idle, idleCPU: res.IdleServerCPUSeconds, namespace: e2bNamespace,
 		run:  &BurstRun{Surface: "e2b", Description: `POST /sandboxes {"templateID":"base","timeout":300} with X-API-Key on the e2b surface; Running as seen through the kube-apiserver`, StatusCodes: map[string]int{}},
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Burst, DisableCompression: true}, Timeout: requestTimeout},
 	}
@@ -164,6 +182,7 @@ type burster struct {
 	e         *Env
 	n         int
 	idle      writecount.WriteCounts
+	idleCPU   float64 // the server's CPU seconds over the idle window
 	namespace string
 	run       *BurstRun
 	http      *http.Client
@@ -301,6 +320,11 @@ func (b *burster) burst(ctx context.Context, log func(string, ...any)) error {
 	if uerr == nil {
 		run.ServerCPUSeconds = procstat.CPUDelta(u0, u1)
 		run.ServerPeakRSSBytes = u1.PeakRSSBytes
+		if run.Created > 0 && b.idle.Seconds > 0 {
+			window := time.Since(began).Seconds()
+			background := b.idleCPU * window / b.idle.Seconds
+			run.ServerCPUPerClaimMs = max(run.ServerCPUSeconds-background, 0) / float64(run.Created) * 1e3
+		}
 	}
 
 	// Clean up whatever happened above.

@@ -21,14 +21,11 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/backend"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/registry"
 	"github.com/cocoonstack/sandbox-operator/src/apiserver/server"
@@ -272,7 +269,7 @@ func runServer(drain *serve.Drain, logger *slog.Logger, o *options) error {
 // informer, the inventory store over it, the sandboxes service, and the
 // name holds that keep one name one sandbox across replicas.
 type fleet struct {
-	informers dynamicinformer.DynamicSharedInformerFactory
+	informers *inventory.Informer
 	store     *inventory.Store
 	names     *namehold.Holds
 	peers     *peerSharing
@@ -281,16 +278,11 @@ type fleet struct {
 }
 
 func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Logger) (*fleet, error) {
-	dyn, err := dynamic.NewForConfig(restConfig)
+	informer, err := inventory.NewInformer(restConfig)
 	if err != nil {
-		return nil, fmt.Errorf("building the dynamic client: %w", err)
+		return nil, err
 	}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
-	if err := informer.SetTransform(inventory.Compact); err != nil {
-		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
-	}
-	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
+	store, err := inventory.New(inventory.Config{Source: informer.SharedIndexInformer(), StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
@@ -333,7 +325,7 @@ func newFleet(restConfig *rest.Config, o *options, token string, logger *slog.Lo
 		return nil, fmt.Errorf("building the sandboxes service: %w", err)
 	}
 	metrics.RegisterFleetView(legacyregistry.Registerer(), inventoryFleetView(store, service.Fleet()), nil)
-	return &fleet{informers: factory, store: store, names: names, peers: peers, service: service, backend: service}, nil
+	return &fleet{informers: informer, store: store, names: names, peers: peers, service: service, backend: service}, nil
 }
 
 // newWarmPoolDriver builds the driver, nil when it is disabled; a driver

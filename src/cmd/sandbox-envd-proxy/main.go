@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 
-	inventoryv1beta1 "github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy"
 	"github.com/cocoonstack/sandbox-operator/src/envdproxy/inventorylocator"
 	"github.com/cocoonstack/sandbox-operator/src/envdtoken"
@@ -175,15 +172,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return serve.ExitUsage
 	}
-	dyn, err := dynamic.NewForConfig(restConfig)
+	informer, err := inventory.NewInformer(restConfig)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandbox-envd-proxy: building the dynamic client: %v\n", err)
+		fmt.Fprintf(stderr, "sandbox-envd-proxy: %v\n", err)
 		return serve.ExitUsage
 	}
 
 	serve.LimitMemory(logger, "")
 	drain := serve.NewDrain(serve.SignalContext(), o.shutdownDelay, logger)
-	p, err := listen(logger, o, creds, dyn, drain)
+	p, err := listen(logger, o, creds, informer, informer.SharedIndexInformer(), drain)
 	if err != nil {
 		logger.Error("sandbox-envd-proxy cannot start", "err", err)
 		return serve.ExitFailure
@@ -198,20 +195,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 // proxyServer is the proxy, bound to its listener, and the NodeInventory
 // informer and store it places requests with.
 type proxyServer struct {
-	factory dynamicinformer.DynamicSharedInformerFactory
+	factory serve.InformerFactory
 	store   *inventory.Store
 	srv     *serve.Server
 	metrics *serve.Server    // nil without --metrics-bind-address
 	certs   *serve.CertFiles // nil without TLS
 }
 
-// listen builds the store and the proxy and binds the listener.
-func listen(logger *slog.Logger, o *options, creds *credentials, dyn dynamic.Interface, drain *serve.Drain) (*proxyServer, error) {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
-	if err := informer.SetTransform(inventory.Compact); err != nil {
-		return nil, fmt.Errorf("compacting cached NodeInventory objects: %w", err)
-	}
+// listen builds the store over informer (which factory runs) and the
+// proxy, and binds the listener.
+func listen(logger *slog.Logger, o *options, creds *credentials, factory serve.InformerFactory, informer inventory.Source, drain *serve.Drain) (*proxyServer, error) {
 	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)

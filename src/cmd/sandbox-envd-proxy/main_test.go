@@ -26,11 +26,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/internal/inventorytest"
 	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
+	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/simfleet"
@@ -163,7 +165,12 @@ func TestServe(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	signal, sendSignal := context.WithCancel(context.Background())
 	drain := serve.NewDrain(signal, time.Hour, logger)
-	p, err := listen(logger, o, creds, dyn, drain)
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	informer := factory.ForResource(v1beta1.NodeInventoryGVR).Informer()
+	if err := informer.SetTransform(inventory.Compact); err != nil {
+		t.Fatal(err)
+	}
+	p, err := listen(logger, o, creds, factory, informer, drain)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -81,17 +80,20 @@ func startEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic(), 0)
-	informer := factory.ForResource(inventoryv1beta1.NodeInventoryGVR).Informer()
-	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: staleAfter, Resync: 200 * time.Millisecond})
+	// The servers' own informer: typed objects straight from the watch.
+	informer, err := inventory.NewInformer(c.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := inventory.New(inventory.Config{Source: informer.SharedIndexInformer(), StaleAfter: staleAfter, Resync: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	factory.Start(runCtx.Done())
+	informer.Start(runCtx.Done())
 	wg.Go(func() { store.Run(runCtx) })
-	t.Cleanup(func() { stop(); wg.Wait(); factory.Shutdown() })
+	t.Cleanup(func() { stop(); wg.Wait(); informer.Shutdown() })
 	return &env{c: c, kube: kube, store: store}
 }
 
