@@ -54,7 +54,7 @@ type BurstResults struct {
 	// leader election, metrics).
 	IdleServerCPUSeconds float64   `json:"idleServerCPUSeconds"`
 	Kube                 *BurstRun `json:"kube,omitempty"`
-	E2B  *BurstRun              `json:"e2b,omitempty"`
+	E2B                  *BurstRun `json:"e2b,omitempty"`
 }
 
 // BurstRun is one burst.

@@ -9,6 +9,12 @@
 // and sink; the node publishes its NodeInventory every second, so the
 // proxy places the sandbox from its informer as in production.
 //
+// The requests are sent by a client process of their own (this binary
+// started again, client.go), as a real client is never inside the node it
+// reaches. Every path then crosses from one process to another the way it
+// would across machines, and the difference between two paths is what
+// their hops add, not where the benchmark happened to run its client.
+//
 // What each path keeps open across requests:
 //
 //   - direct: nothing. Every request dials the node, upgrades to the
@@ -22,6 +28,11 @@
 //   - direct_reused_relay (small requests only): one relay kept open and
 //     reused with HTTP keep-alive inside it; the floor a client holding a
 //     relay gets, which no request through the proxy can reach.
+//   - floor (small requests only): a keep-alive connection to the same
+//     guest handler served straight from the benchmark's process, no
+//     relay. It is one HTTP exchange between two processes, the least any
+//     hop added to a path costs on the machine; the proxied path makes
+//     exactly one more of those than the direct one.
 //
 // It is a benchmark run by hand through the scale harness (tools/scale),
 // not a test.
