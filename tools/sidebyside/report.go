@@ -123,6 +123,8 @@ func writeReport(dir string, r *Results) error {
 		rows = append(rows, row)
 	}
 	p.Table(header, rows)
+
+	targetsSection(&p, r)
 	return p.WriteDir(dir, "report.md")
 }
 
