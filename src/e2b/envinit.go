@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	"github.com/cocoonstack/sandbox-operator/src/fleet"
+	"github.com/cocoonstack/sandbox-operator/src/oneshot"
 	"github.com/cocoonstack/sandbox-operator/src/sandboxd"
 )
 
@@ -49,17 +49,6 @@ var errEnvdRefused = errors.New("envd refused the access token")
 func (s *Server) initEnvdAs(ctx context.Context, claimed fleet.Claimed, current, access string, env map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			conn, err := s.fleet.DialPort(ctx, claimed.Sandbox, claimed.Token, sandboxd.EnvdPort)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", errEnvdUnreachable, err)
-			}
-			return conn, nil
-		},
-		DisableKeepAlives: true,
-	}
-	defer tr.CloseIdleConnections()
 	body, err := json.Marshal(envdInit{AccessToken: access, EnvVars: env})
 	if err != nil {
 		return err
@@ -70,7 +59,14 @@ func (s *Server) initEnvdAs(ctx context.Context, claimed fleet.Claimed, current,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Access-Token", current)
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	conn, err := s.fleet.DialPort(ctx, claimed.Sandbox, claimed.Token, sandboxd.EnvdPort)
+	if err != nil {
+		return fmt.Errorf("envd POST /init: %w: %w", errEnvdUnreachable, err)
+	}
+	// One exchange on this goroutine: a Transport would add two
+	// goroutines of its own for a connection it never reuses, on every
+	// create (src/oneshot).
+	resp, err := oneshot.RoundTrip(req, conn)
 	if err != nil {
 		return fmt.Errorf("envd POST /init: %w", err)
 	}

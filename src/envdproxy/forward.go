@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"sync"
 
+	"github.com/cocoonstack/sandbox-operator/src/oneshot"
 	"github.com/cocoonstack/sandbox-operator/src/serve"
 )
 
@@ -138,7 +139,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, conn net.Con
 			DialContext:            oneShot(conn),
 			DisableKeepAlives:      !f.guestHTTP2,
 			DisableCompression:     true,
-			MaxResponseHeaderBytes: maxResponseHeader,
+			MaxResponseHeaderBytes: oneshot.MaxResponseHeader,
 		}
 		if f.guestHTTP2 {
 			rl.tr.Protocols = new(http.Protocols)
@@ -179,7 +180,7 @@ func (relayRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("envdproxy: request without a relay")
 	}
 	if rl.inline {
-		return inlineRoundTrip(r, rl.conn)
+		return oneshot.RoundTrip(r, rl.conn)
 	}
 	return rl.tr.RoundTrip(r)
 }
