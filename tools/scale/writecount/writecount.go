@@ -59,17 +59,9 @@ func Read(ctx context.Context, kubeAPIServer rest.Interface, etcdURL string) (Sn
 	if err != nil {
 		return w, fmt.Errorf("kube-apiserver /metrics: %w", err)
 	}
+	w.apiWrites = APIWrites(raw)
 	EachSample(raw, func(name, labels string, v float64) {
 		switch name {
-		case "apiserver_request_total":
-			if !writeVerbs[Label(labels, "verb")] {
-				return
-			}
-			res := Label(labels, "resource")
-			if sub := Label(labels, "subresource"); sub != "" {
-				res += "/" + sub
-			}
-			w.apiWrites[res] += v
 		case "etcd_requests_total":
 			op := Label(labels, "operation")
 			w.etcdRequests[op] += v
@@ -102,6 +94,24 @@ func Read(ctx context.Context, kubeAPIServer rest.Interface, etcdURL string) (Sn
 		}
 	})
 	return w, nil
+}
+
+// APIWrites sums the write requests in a kube-apiserver's /metrics
+// exposition (apiserver_request_total with a writing verb), by
+// "resource" or "resource/subresource" (e.g. "sandboxwarmpools/status").
+func APIWrites(exposition []byte) map[string]float64 {
+	out := map[string]float64{}
+	EachSample(exposition, func(name, labels string, v float64) {
+		if name != "apiserver_request_total" || !writeVerbs[Label(labels, "verb")] {
+			return
+		}
+		res := Label(labels, "resource")
+		if sub := Label(labels, "subresource"); sub != "" {
+			res += "/" + sub
+		}
+		out[res] += v
+	})
+	return out
 }
 
 // WriteCounts is a difference of two Snapshots (or a scaled one), in the

@@ -1,6 +1,7 @@
 package writecount
 
 import (
+	"maps"
 	"testing"
 	"time"
 )
@@ -43,5 +44,34 @@ func TestDiffScaleMinus(t *testing.T) {
 	n := d.Minus(s)
 	if n.APIWrites != 4 || n.EtcdPuts != 4 || n.APIWritesByResource["nodeinventories"] != 2 {
 		t.Errorf("Minus = %+v", n)
+	}
+}
+
+const exposition = `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="POST",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="namespaces",scope="cluster",subresource="",verb="LIST",version="v1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="extensions.agents.x-k8s.io",resource="sandboxwarmpools",scope="resource",subresource="status",verb="PUT",version="v1beta1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="extensions.agents.x-k8s.io",resource="sandboxwarmpools",scope="resource",subresource="",verb="PATCH",version="v1beta1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="sandbox.cocoonstack.io",resource="nodeinventories",scope="resource",subresource="",verb="APPLY",version="v1beta1"} 1.2e+03
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 5 1700000000000
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="events",scope="namespace",subresource="",verb="DELETECOLLECTION",version="v1"} 1
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 4
+apiserver_request_total_other{verb="POST",resource="x"} 100
+apiserver_request_duration_seconds_bucket{verb="POST",resource="x",le="0.1"} 100
+`
+
+func TestAPIWrites(t *testing.T) {
+	got := APIWrites([]byte(exposition))
+	want := map[string]float64{
+		"namespaces":              3,
+		"sandboxwarmpools/status": 7,
+		"sandboxwarmpools":        2,
+		"nodeinventories":         1200,
+		"leases":                  5,
+		"events":                  5,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("by resource %v, want %v", got, want)
 	}
 }
