@@ -180,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	serve.LimitMemory(logger, "")
 	drain := serve.NewDrain(serve.SignalContext(), o.shutdownDelay, logger)
-	p, err := listen(logger, o, creds, informer, informer.SharedIndexInformer(), drain)
+	p, err := listen(logger, o, creds, informer, drain)
 	if err != nil {
 		logger.Error("sandbox-envd-proxy cannot start", "err", err)
 		return serve.ExitFailure
@@ -195,17 +195,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 // proxyServer is the proxy, bound to its listener, and the NodeInventory
 // informer and store it places requests with.
 type proxyServer struct {
-	factory serve.InformerFactory
-	store   *inventory.Store
-	srv     *serve.Server
-	metrics *serve.Server    // nil without --metrics-bind-address
-	certs   *serve.CertFiles // nil without TLS
+	informer *inventory.Informer
+	store    *inventory.Store
+	srv      *serve.Server
+	metrics  *serve.Server    // nil without --metrics-bind-address
+	certs    *serve.CertFiles // nil without TLS
 }
 
-// listen builds the store over informer (which factory runs) and the
-// proxy, and binds the listener.
-func listen(logger *slog.Logger, o *options, creds *credentials, factory serve.InformerFactory, informer inventory.Source, drain *serve.Drain) (*proxyServer, error) {
-	store, err := inventory.New(inventory.Config{Source: informer, StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
+// listen builds the store over informer and the proxy, and binds the
+// listener.
+func listen(logger *slog.Logger, o *options, creds *credentials, informer *inventory.Informer, drain *serve.Drain) (*proxyServer, error) {
+	store, err := inventory.New(inventory.Config{Source: informer.SharedIndexInformer(), StaleAfter: o.inventory.StaleAfter, Logger: logger.With("component", "inventory")})
 	if err != nil {
 		return nil, fmt.Errorf("building the inventory store: %w", err)
 	}
@@ -252,13 +252,13 @@ func listen(logger *slog.Logger, o *options, creds *credentials, factory serve.I
 		}
 	}
 	logger.Info("routing", "domain", o.domain, "namespace", o.namespace, "guestHTTP2", o.guestHTTP2, "inventoryStaleAfter", o.inventory.StaleAfter)
-	return &proxyServer{factory: factory, store: store, srv: srv, metrics: metricsSrv, certs: creds.certs}, nil
+	return &proxyServer{informer: informer, store: store, srv: srv, metrics: metricsSrv, certs: creds.certs}, nil
 }
 
 // run serves until ctx ends, then drains in-flight requests.
 func (p *proxyServer) run(ctx context.Context, logger *slog.Logger) error {
 	g := serve.NewGroup(ctx, logger)
-	g.Informers("NodeInventory", p.factory, p.store.HasSynced)
+	g.Informers("NodeInventory", p.informer, p.store.HasSynced)
 	g.Loop(p.store.Run)
 	g.Go("envd proxy", p.srv.Serve)
 	if p.certs != nil {

@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
@@ -165,12 +164,11 @@ func TestServe(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	signal, sendSignal := context.WithCancel(context.Background())
 	drain := serve.NewDrain(signal, time.Hour, logger)
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	informer := factory.ForResource(v1beta1.NodeInventoryGVR).Informer()
-	if err := informer.SetTransform(inventory.Compact); err != nil {
+	informer, err := inventory.NewInformerFor(dyn)
+	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := listen(logger, o, creds, factory, informer, drain)
+	p, err := listen(logger, o, creds, informer, drain)
 	if err != nil {
 		t.Fatal(err)
 	}
