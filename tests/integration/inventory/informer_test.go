@@ -19,6 +19,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/charts/sandbox-operator/crds"
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
+	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
@@ -63,17 +64,6 @@ func inventoryOf(t *testing.T, node string, n int, publishedAt string) *unstruct
 		t.Fatal(err)
 	}
 	return u
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // The kube-apiserver admits a NodeInventory whose publishedAt is spelled
@@ -131,7 +121,7 @@ func TestInformerSkipsAnObjectItCannotRead(t *testing.T) {
 		}
 		return n.Entries
 	}
-	eventually(t, "the good node listed beside the odd one", func() bool { return store.HasSynced() && entriesOf("node-good") == 1 })
+	poll.UntilWithin(t, waitTimeout, "the good node listed beside the odd one", func() bool { return store.HasSynced() && entriesOf("node-good") == 1 })
 	if _, ok := store.Node("node-odd"); ok {
 		t.Error("the node whose stamp cannot be read is in the store")
 	}
@@ -141,10 +131,10 @@ func TestInformerSkipsAnObjectItCannotRead(t *testing.T) {
 
 	// The watch carries on past the odd object's events.
 	apply(inventoryOf(t, "node-good", 2, now()))
-	eventually(t, "the good node's update through the watch", func() bool { return entriesOf("node-good") == 2 })
+	poll.UntilWithin(t, waitTimeout, "the good node's update through the watch", func() bool { return entriesOf("node-good") == 2 })
 	apply(inventoryOf(t, "node-odd", 2, odd()))
 	apply(inventoryOf(t, "node-good", 3, now()))
-	eventually(t, "the good node's update after the odd one's", func() bool { return entriesOf("node-good") == 3 })
+	poll.UntilWithin(t, waitTimeout, "the good node's update after the odd one's", func() bool { return entriesOf("node-good") == 3 })
 	if _, ok := store.Node("node-odd"); ok {
 		t.Error("the odd node reached the store through the watch")
 	}
