@@ -11,6 +11,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/simulator/isolate"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/rootfs"
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/syncbuf"
 )
 
 // TestMain lets the test binary be the init of the isolated sandboxes run
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 // and says on stderr that sandboxes are not isolated.
 func TestRefusesUnisolatedUnlessAsked(t *testing.T) {
 	t.Setenv(rootfs.EnvVar, filepath.Join(t.TempDir(), "missing"))
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	if code := run(context.Background(), []string{"--scratch-dir", t.TempDir()}, &stdout, &stderr); code != exitFailure ||
 		!strings.Contains(stderr.String(), "cannot be isolated") || !strings.Contains(stderr.String(), "--unisolated") {
 		t.Fatalf("exit %d, stderr %q; want a refusal that names --unisolated", code, stderr.String())
@@ -33,7 +34,7 @@ func TestRefusesUnisolatedUnlessAsked(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	stdout, stderr = syncBuffer{}, syncBuffer{}
+	stdout, stderr = syncbuf.Buffer{}, syncbuf.Buffer{}
 	go func() { done <- run(ctx, []string{"--unisolated", "--scratch-dir", t.TempDir()}, &stdout, &stderr) }()
 	poll.UntilNil(t, "the unisolated fleet to come up", func() error {
 		if !strings.Contains(stdout.String(), "NODE ") {

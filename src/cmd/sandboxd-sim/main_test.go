@@ -18,6 +18,7 @@ import (
 
 	"github.com/cocoonstack/sandbox-operator/src/internal/logging"
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/syncbuf"
 )
 
 // writeFile writes content to a new file in a test directory.
@@ -213,24 +214,6 @@ func TestParseFlags(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for run's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRunServesAndPublishesUntilCancelled(t *testing.T) {
 	var mu sync.Mutex
 	applied := map[string]bool{}
@@ -248,7 +231,7 @@ func TestRunServesAndPublishesUntilCancelled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--nodes", "2", "--kubeconfig", kubeconfigFor(t, api.URL),

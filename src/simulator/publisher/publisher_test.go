@@ -1,7 +1,6 @@
 package publisher_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +25,7 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/simulator/publisher"
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/syncbuf"
 )
 
 // waitTimeout bounds every wait for something the publisher does
@@ -401,7 +401,7 @@ func TestRunKeepsPublishingAfterFailures(t *testing.T) {
 		}
 		return sampleInventory(), nil
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	p, err := publisher.New(publisher.Config{Client: srv.client(t), Source: source, Interval: interval, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
@@ -428,24 +428,6 @@ func TestRunKeepsPublishingAfterFailures(t *testing.T) {
 	if got := strings.Count(logs.String(), "NodeInventory publish failed"); got != 3 || !strings.Contains(logs.String(), "sandboxd unreachable") {
 		t.Errorf("the injected logger got %d failures, want 3: %q", got, logs.String())
 	}
-}
-
-// lockedBuffer is a log sink shared with the publisher's goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestDeleteRemovesLastPublished(t *testing.T) {

@@ -4,7 +4,6 @@
 package inventory_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -20,28 +19,11 @@ import (
 	"github.com/cocoonstack/sandbox-operator/src/apis/nodeinventory/v1beta1"
 	"github.com/cocoonstack/sandbox-operator/src/inventory"
 	"github.com/cocoonstack/sandbox-operator/src/testing/poll"
+	"github.com/cocoonstack/sandbox-operator/src/testing/syncbuf"
 	"github.com/cocoonstack/sandbox-operator/tests/cluster"
 )
 
 const waitTimeout = time.Minute
-
-// syncBuffer is a log sink the Store writes from its own goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // inventoryOf is a published NodeInventory of node with n entries.
 func inventoryOf(t *testing.T, node string, n int, publishedAt string) *unstructured.Unstructured {
@@ -102,7 +84,7 @@ func TestInformerSkipsAnObjectItCannotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	store, err := inventory.New(inventory.Config{Source: informer.SharedIndexInformer(), StaleAfter: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
